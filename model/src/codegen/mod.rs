@@ -1,0 +1,1 @@
+//! Codegen: per core and engine, 64-byte instruction records (issue 5).

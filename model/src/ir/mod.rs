@@ -1,0 +1,1 @@
+//! The IR: arena-based modules, functions, blocks, instructions, memory locations.

@@ -1,0 +1,1 @@
+//! The NEFF container: header, gzip'd ustar payload, manifests.

@@ -1,0 +1,1 @@
+//! Seeded program generator and reference interpreter.

@@ -1,0 +1,1 @@
+//! lnc_splitter: one symbolic module into one module per NeuronCoreId.

@@ -1,0 +1,1 @@
+//! lncsim-sim: a seeded discrete-event simulator of N NeuronCores sharing one HBM.
