@@ -1,1 +1,15 @@
-//! The IR: arena-based modules, functions, blocks, instructions, memory locations.
+//! The IR: arena-based modules, functions, blocks, instructions and memory
+//! locations (DESIGN.md, "The IR"), with a deterministic text format
+//! (`print` / `parse`, grammar in `docs/text-format.md`) and a validator
+//! (`Module::verify`).
+
+mod lex;
+pub mod module;
+mod parse;
+mod print;
+mod verify;
+
+pub use module::*;
+pub use parse::{ParseError, parse};
+pub use print::{is_bare_name, name as quote_name, print};
+pub use verify::{VerifyError, VerifyErrors};

@@ -1,0 +1,382 @@
+//! `Module::verify`: every dangling index, duplicate name, use-before-def and
+//! type mismatch, reported as typed errors (all of them, not just the first).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use super::module::*;
+
+/// One thing wrong with a module.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum VerifyError {
+    /// An index that points past its arena.
+    #[error("{context}: dangling {what} {index}")]
+    Dangling {
+        /// Where the index was found.
+        context: String,
+        /// What kind of index.
+        what: &'static str,
+        /// The bad index.
+        index: u32,
+    },
+    /// Two items of one namespace share a name.
+    #[error("duplicate {kind} name `{name}`{scope}")]
+    Duplicate {
+        /// The namespace (location, queue, function, set, block, instruction).
+        kind: &'static str,
+        /// The repeated name.
+        name: String,
+        /// ` in function ...` when the namespace is per function.
+        scope: String,
+    },
+    /// A location is read before anything writes it.
+    #[error("function `{func}`, instruction `{inst}`: reads `{loc}` before anything writes it")]
+    UseBeforeDef {
+        /// The function.
+        func: String,
+        /// The reading instruction.
+        inst: String,
+        /// The location.
+        loc: String,
+    },
+    /// Operands that do not fit their operation.
+    #[error("{context}: {msg}")]
+    TypeMismatch {
+        /// Where.
+        context: String,
+        /// What does not fit.
+        msg: String,
+    },
+    /// A structural rule is broken (block order, core binding, barrier participants).
+    #[error("{context}: {msg}")]
+    Structure {
+        /// Where.
+        context: String,
+        /// Which rule.
+        msg: String,
+    },
+}
+
+/// Every error `verify` found, in a stable order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyErrors(pub Vec<VerifyError>);
+
+impl fmt::Display for VerifyErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.as_slice() {
+            [] => f.write_str("no errors"),
+            [one] => write!(f, "{one}"),
+            [first, rest @ ..] => write!(f, "{first} (and {} more)", rest.len()),
+        }
+    }
+}
+
+impl std::error::Error for VerifyErrors {}
+
+impl Module {
+    /// Checks every structural and typing rule of the IR; returns all violations.
+    pub fn verify(&self) -> Result<(), VerifyErrors> {
+        let mut v = Verifier { m: self, errs: Vec::new() };
+        v.module();
+        if v.errs.is_empty() { Ok(()) } else { Err(VerifyErrors(v.errs)) }
+    }
+}
+
+/// Which locations are written where, for the use-before-def rule.
+struct Written<'a> {
+    /// Position of the first write in the function being checked, so far.
+    first_here: BTreeMap<MemLocId, usize>,
+    /// Every location the function being checked writes.
+    in_function: &'a BTreeSet<MemLocId>,
+    /// Every location any function writes.
+    anywhere: &'a BTreeSet<MemLocId>,
+}
+
+struct Verifier<'a> {
+    m: &'a Module,
+    errs: Vec<VerifyError>,
+}
+
+impl Verifier<'_> {
+    fn structure(&mut self, context: String, msg: impl Into<String>) {
+        self.errs.push(VerifyError::Structure { context, msg: msg.into() });
+    }
+
+    fn mismatch(&mut self, context: String, msg: impl Into<String>) {
+        self.errs.push(VerifyError::TypeMismatch { context, msg: msg.into() });
+    }
+
+    fn dangling(&mut self, context: String, what: &'static str, index: u32) {
+        self.errs.push(VerifyError::Dangling { context, what, index });
+    }
+
+    fn dups<'n>(&mut self, kind: &'static str, scope: &str, names: impl Iterator<Item = &'n str>) {
+        let mut seen = BTreeSet::new();
+        for n in names {
+            if !seen.insert(n) {
+                self.errs.push(VerifyError::Duplicate { kind, name: n.to_string(), scope: scope.to_string() });
+            }
+        }
+    }
+
+    fn loc_ok(&mut self, context: &str, id: MemLocId) -> bool {
+        if id.index() < self.m.memlocs.len() {
+            return true;
+        }
+        self.dangling(context.to_string(), "location", id.0);
+        false
+    }
+
+    fn module(&mut self) {
+        let m = self.m;
+        if m.attrs.lnc_size == 0 {
+            self.structure("module".into(), "lnc_size must be at least 1");
+        }
+        if let Some(c) = m.attrs.neuron_core_id
+            && c >= m.attrs.lnc_size
+        {
+            self.structure("module".into(), format!("NeuronCoreId {c} is not below lnc_size {}", m.attrs.lnc_size));
+        }
+        self.dups("location", "", m.memlocs.iter().map(|l| l.name.as_str()));
+        self.dups("set", "", m.sets.iter().map(|s| s.name.as_str()));
+        self.dups("queue", "", m.queues.iter().map(|q| q.name.as_str()));
+        self.dups("function", "", m.functions.iter().map(|f| f.name.as_str()));
+        for (i, l) in m.memlocs.iter().enumerate() {
+            let ctx = format!("location `{}`", l.name);
+            if l.elem_count == 0 {
+                self.mismatch(ctx.clone(), "element count must be at least 1");
+            }
+            if let Some(r) = &l.remote_local_target {
+                if r.core >= m.attrs.lnc_size {
+                    self.structure(ctx.clone(), format!("remote core {} is not below lnc_size", r.core));
+                }
+                if Some(r.core) == m.attrs.neuron_core_id {
+                    self.structure(ctx.clone(), "remote_local_target names its own core");
+                }
+            }
+            for a in &l.aliases {
+                if self.loc_ok(&ctx, a.target) && a.target.index() == i {
+                    self.structure(ctx.clone(), "aliases itself");
+                }
+            }
+        }
+        for s in &m.sets {
+            let ctx = format!("set `{}`", s.name);
+            for &id in &s.locs {
+                self.loc_ok(&ctx, id);
+            }
+        }
+        for q in &m.queues {
+            if q.instances.windows(2).any(|w| w[0] >= w[1]) {
+                self.structure(format!("queue `{}`", q.name), "instances must be strictly ascending");
+            }
+        }
+        let written = self.written_anywhere();
+        for (fi, f) in m.functions.iter().enumerate() {
+            self.function(fi, f, &written);
+        }
+    }
+
+    /// Locations written by any instruction of any function.
+    fn written_anywhere(&self) -> BTreeSet<MemLocId> {
+        self.m.functions.iter().flat_map(|f| f.insts.iter().filter_map(|i| i.write().map(|a| a.loc))).collect()
+    }
+
+    fn function(&mut self, fi: usize, f: &Function, written_anywhere: &BTreeSet<MemLocId>) {
+        let fctx = format!("function `{}`", f.name);
+        let scope = format!(" in function `{}`", f.name);
+        self.dups("block", &scope, f.blocks.iter().map(|b| b.name.as_str()));
+        self.dups("instruction", &scope, f.insts.iter().map(|i| i.name.as_str()));
+        for &a in &f.args {
+            self.loc_ok(&fctx, a);
+        }
+        let mut listed = vec![0u32; f.insts.len()];
+        for b in &f.blocks {
+            for &id in &b.insts {
+                match listed.get_mut(id.index()) {
+                    Some(n) => *n += 1,
+                    None => self.dangling(format!("{fctx}, block `{}`", b.name), "instruction", id.0),
+                }
+            }
+        }
+        for (i, n) in listed.iter().enumerate() {
+            if *n != 1 {
+                let name = &f.insts[i].name;
+                self.structure(fctx.clone(), format!("instruction `{name}` is listed by {n} blocks (must be 1)"));
+            }
+        }
+        if !f.is_canonical() && listed.iter().all(|&n| n == 1) {
+            self.structure(fctx.clone(), "instruction arena is not in block order (call Function::canonicalize)");
+        }
+        let core = f.attrs.neuron_core_id.or(self.m.attrs.neuron_core_id);
+        let in_function: BTreeSet<MemLocId> = f.insts.iter().filter_map(|i| i.write().map(|a| a.loc)).collect();
+        let mut written =
+            Written { first_here: BTreeMap::new(), in_function: &in_function, anywhere: written_anywhere };
+        for (pos, id) in f.order().enumerate() {
+            let Some(inst) = f.insts.get(id.index()) else { continue };
+            let ictx = format!("{fctx}, instruction `{}`", inst.name);
+            self.inst(fi, f, id, inst, &ictx, core);
+            for r in inst.reads() {
+                if r.loc.index() < self.m.memlocs.len() && !self.defined(r.loc, &written, pos) {
+                    self.errs.push(VerifyError::UseBeforeDef {
+                        func: f.name.clone(),
+                        inst: inst.name.clone(),
+                        loc: self.m.memlocs[r.loc.index()].name.clone(),
+                    });
+                }
+            }
+            if let Some(w) = inst.write() {
+                written.first_here.entry(w.loc).or_insert(pos);
+            }
+        }
+    }
+
+    /// A read at `pos` is defined when the location comes from outside (input,
+    /// weight, a remote view), or an earlier instruction of this function wrote
+    /// it, or only other functions write it (a handoff in a linked module).
+    fn defined(&self, loc: MemLocId, written: &Written<'_>, pos: usize) -> bool {
+        let l = &self.m.memlocs[loc.index()];
+        if matches!(l.usage, Usage::Input | Usage::Weight) || l.remote_local_target.is_some() {
+            return true;
+        }
+        match written.first_here.get(&loc) {
+            Some(&p) => p < pos,
+            // A later writer in this same function makes the read a use-before-def.
+            None => written.anywhere.contains(&loc) && !written.in_function.contains(&loc),
+        }
+    }
+
+    fn inst(&mut self, fi: usize, f: &Function, id: InstId, inst: &Inst, ictx: &str, core: Option<u32>) {
+        let lnc = self.m.attrs.lnc_size;
+        for d in &inst.deps {
+            if d.inst.index() >= f.insts.len() {
+                self.dangling(ictx.to_string(), "instruction", d.inst.0);
+            } else if d.inst >= id {
+                self.structure(
+                    ictx.to_string(),
+                    format!("depends on `{}`, which is not earlier", f.insts[d.inst.index()].name),
+                );
+            }
+        }
+        if let Some(c) = inst.core {
+            if c >= lnc {
+                self.structure(ictx.to_string(), format!("core {c} is not below lnc_size {lnc}"));
+            } else if core.is_some_and(|fc| fc != c) {
+                self.structure(
+                    ictx.to_string(),
+                    format!("bound to core {c} inside a module or function of another core"),
+                );
+            }
+        }
+        if let Some(q) = inst.queue {
+            if q.index() >= self.m.queues.len() {
+                self.dangling(ictx.to_string(), "queue", q.0);
+            }
+            if !matches!(inst.op, Op::DmaCopy { .. }) {
+                self.mismatch(ictx.to_string(), "only a DMA copy uses a queue");
+            }
+        }
+        let mut aps: Vec<AccessPattern> = inst.reads();
+        aps.extend(inst.write());
+        let mut all_ok = true;
+        for a in &aps {
+            all_ok &= self.ap(ictx, a);
+        }
+        if let Some(w) = inst.write()
+            && w.loc.index() < self.m.memlocs.len()
+        {
+            let l = &self.m.memlocs[w.loc.index()];
+            if matches!(l.usage, Usage::Input | Usage::Weight) {
+                self.mismatch(ictx.to_string(), format!("writes `{}`, which is a read-only {:?}", l.name, l.usage));
+            }
+        }
+        match &inst.op {
+            Op::DmaCopy { src, dst } if all_ok => {
+                if src.len != dst.len {
+                    self.mismatch(ictx.to_string(), format!("DMA copies {} elements into {}", src.len, dst.len));
+                }
+                if self.m.memlocs[src.loc.index()].dtype != self.m.memlocs[dst.loc.index()].dtype {
+                    self.mismatch(ictx.to_string(), "DMA between different element types");
+                }
+            }
+            Op::Compute { kind, srcs, dst } if all_ok => self.compute(ictx, *kind, srcs, dst),
+            Op::Call { callee } => {
+                if callee.index() >= self.m.functions.len() {
+                    self.dangling(ictx.to_string(), "function", callee.0);
+                } else if callee.index() == fi {
+                    self.structure(ictx.to_string(), "a function calls itself");
+                }
+            }
+            Op::CoreBarrier(b) => {
+                if b.participants.is_empty() || b.participants.windows(2).any(|w| w[0] >= w[1]) {
+                    self.structure(ictx.to_string(), "barrier participants must be non-empty and strictly ascending");
+                }
+                if let Some(&c) = b.participants.iter().find(|&&c| c >= lnc) {
+                    self.structure(ictx.to_string(), format!("barrier participant {c} is not below lnc_size {lnc}"));
+                }
+                if let Some(c) = inst.core.or(core)
+                    && !b.participants.contains(&c)
+                {
+                    self.structure(
+                        ictx.to_string(),
+                        format!("core {c} arrives at a barrier it does not participate in"),
+                    );
+                }
+            }
+            Op::SwitchQueueInstance { queue, instance } => match self.m.queues.get(queue.index()) {
+                None => self.dangling(ictx.to_string(), "queue", queue.0),
+                Some(q) if !q.instances.contains(instance) => {
+                    self.mismatch(ictx.to_string(), format!("queue `{}` has no instance {instance}", q.name));
+                }
+                Some(_) => {}
+            },
+            _ => {}
+        }
+    }
+
+    fn ap(&mut self, ictx: &str, a: &AccessPattern) -> bool {
+        if !self.loc_ok(ictx, a.loc) {
+            return false;
+        }
+        let l = &self.m.memlocs[a.loc.index()];
+        if a.len == 0 || a.offset.checked_add(a.len).is_none_or(|end| end > l.elem_count) {
+            let msg = format!(
+                "access `{}[{}..{}]` is empty or outside its {} elements",
+                l.name,
+                a.offset,
+                a.offset.saturating_add(a.len),
+                l.elem_count
+            );
+            self.mismatch(ictx.to_string(), msg);
+            return false;
+        }
+        true
+    }
+
+    fn compute(&mut self, ictx: &str, kind: ComputeKind, srcs: &[AccessPattern], dst: &AccessPattern) {
+        let m = self.m;
+        if srcs.iter().chain([dst]).any(|a| m.memlocs[a.loc.index()].dtype != DType::I32) {
+            self.mismatch(ictx.to_string(), "compute operands must be i32");
+        }
+        let same_len = srcs.iter().all(|s| s.len == dst.len);
+        let msg = match kind {
+            ComputeKind::Add if srcs.len() < 2 || !same_len => {
+                Some("add takes two or more sources of the result's length")
+            }
+            ComputeKind::Mul if srcs.len() != 2 || !same_len => Some("mul takes two sources of the result's length"),
+            ComputeKind::Relu if srcs.len() != 1 || !same_len => Some("relu takes one source of the result's length"),
+            ComputeKind::Reduce if srcs.len() != 1 || srcs[0].len % dst.len != 0 => {
+                Some("reduce takes one source whose length is a multiple of the result's")
+            }
+            ComputeKind::MatMul { m: rm, k, n } => {
+                let (rm, k, n) = (u64::from(rm), u64::from(k), u64::from(n));
+                let ok = srcs.len() == 2 && srcs[0].len == rm * k && srcs[1].len == k * n && dst.len == rm * n;
+                (!ok).then_some("matmul MxKxN takes sources of M*K and K*N elements and a result of M*N")
+            }
+            _ => None,
+        };
+        if let Some(msg) = msg {
+            self.mismatch(ictx.to_string(), msg);
+        }
+    }
+}
