@@ -1,1 +1,317 @@
-//! lnc_splitter: one symbolic module into one module per NeuronCoreId.
+//! lnc_splitter: one symbolic program into one module per NeuronCoreId (the
+//! 1 -> N step the linker inverts; seed 000 §1 and §9, seed 004
+//! "Cross-LNC Shared-DRAM Partitioning", DESIGN.md "Shared tensors").
+//!
+//! For each core: the program's name, the NeuronCoreId attribute, the same
+//! function and block names, and only that core's instructions (off-core ops
+//! pruned). A tensor written on core A and read (or depended on) on core B is
+//! a cross-core tensor: A's copy becomes a `shared` location, and every
+//! consumer B gets its own `shared` view named `<tensor>_in<B>` carrying
+//! `RemoteLocalTarget(<tensor>, A)`. Each such handoff is fenced by one
+//! logical barrier (a `group`) whose participants are A and every consumer:
+//! every participant's barrier instruction sits at the producer's position in
+//! program order, so all cores meet barriers in one global order and no
+//! interleaving deadlocks. The producer's arrival runs after the producing
+//! instruction; each consumer instruction runs after its core's arrival. Each
+//! core numbers its own barrier slot IDs from 0, flagged for renumbering, as
+//! seed 000 §7 says each core does.
+//!
+//! Choices (documented, tested): a program output may not be read on another
+//! core (outputs are written once and read by the host); an unbound
+//! instruction is on core 0 only when `lnc_size == 1`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::ir::*;
+
+/// Why a program cannot be split.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SplitError {
+    /// The program is not valid IR.
+    #[error("invalid program: {0}")]
+    Invalid(#[from] VerifyErrors),
+    /// The input is not a single-function program.
+    #[error("not a program: {0}")]
+    NotAProgram(String),
+    /// An instruction has no core and the program has more than one core.
+    #[error("instruction `{0}` is not bound to a core (add `core N`)")]
+    Unbound(String),
+    /// Two cores write the same tensor, so it has no single owner.
+    #[error("location `{0}` is written on more than one core")]
+    MultipleWriters(String),
+    /// A program output is read on a core other than its producer's.
+    #[error("output `{loc}` is written on core {producer} and read on core {reader}; outputs are host-read only")]
+    OutputReadCrossCore {
+        /// The output.
+        loc: String,
+        /// Its producing core.
+        producer: u32,
+        /// A core that reads it.
+        reader: u32,
+    },
+    /// A generated view name is already taken by a program location.
+    #[error("view name `{0}` collides with a program location")]
+    NameCollision(String),
+}
+
+/// The artifact directory of a core's subgraph: `nc<id>/sg<id>` (DESIGN.md, "Names").
+pub fn artifact_dir(core: u32) -> String {
+    format!("nc{core}/sg{core}")
+}
+
+/// The name of core `consumer`'s view of cross-core tensor `tensor`.
+pub fn view_name(tensor: &str, consumer: u32) -> String {
+    format!("{tensor}_in{consumer}")
+}
+
+/// Splits `program` into `lnc_size` per-core modules, in core order.
+pub fn split(program: &Module) -> Result<Vec<Module>, SplitError> {
+    program.verify()?;
+    if program.attrs.neuron_core_id.is_some() {
+        return Err(SplitError::NotAProgram("it already carries a NeuronCoreId".into()));
+    }
+    let [func] = program.functions.as_slice() else {
+        return Err(SplitError::NotAProgram(format!("it has {} functions, expected 1", program.functions.len())));
+    };
+    let lnc = program.attrs.lnc_size;
+    let core_of = |i: &Inst| match i.core {
+        Some(c) => Ok(c),
+        None if lnc == 1 => Ok(0),
+        None => Err(SplitError::Unbound(i.name.clone())),
+    };
+    let cores: Vec<u32> = func.insts.iter().map(core_of).collect::<Result<_, _>>()?;
+    let owner = owners(program, func, &cores)?;
+
+    // Cross-core dependents of each instruction: (dependent inst, its core).
+    let mut dependents: BTreeMap<InstId, BTreeSet<u32>> = BTreeMap::new();
+    for id in func.order() {
+        let inst = &func.insts[id.index()];
+        let here = cores[id.index()];
+        for r in inst.reads() {
+            if let Some(&(a, p)) = owner.get(&r.loc)
+                && a != here
+            {
+                if program.loc(r.loc).usage == Usage::Output {
+                    let loc = program.loc(r.loc).name.clone();
+                    return Err(SplitError::OutputReadCrossCore { loc, producer: a, reader: here });
+                }
+                dependents.entry(p).or_default().insert(here);
+            }
+        }
+        for d in &inst.deps {
+            if cores[d.inst.index()] != here {
+                dependents.entry(d.inst).or_default().insert(here);
+            }
+        }
+    }
+    // Cross-core tensors and the consumer cores of each.
+    let mut consumers: BTreeMap<MemLocId, BTreeSet<u32>> = BTreeMap::new();
+    for id in func.order() {
+        let here = cores[id.index()];
+        for r in func.insts[id.index()].reads() {
+            if owner.get(&r.loc).is_some_and(|&(a, _)| a != here) {
+                consumers.entry(r.loc).or_default().insert(here);
+            }
+        }
+    }
+    let analysis = Analysis { cores, owner, consumers, dependents };
+    (0..lnc).map(|c| CoreSplit::new(program, func, &analysis, c).build()).collect()
+}
+
+/// The owning core and writing instruction of every written location.
+fn owners(program: &Module, func: &Function, cores: &[u32]) -> Result<BTreeMap<MemLocId, (u32, InstId)>, SplitError> {
+    let mut owner: BTreeMap<MemLocId, (u32, InstId)> = BTreeMap::new();
+    for id in func.order() {
+        if let Some(w) = func.insts[id.index()].write() {
+            let c = cores[id.index()];
+            match owner.get(&w.loc) {
+                Some(&(a, _)) if a != c => return Err(SplitError::MultipleWriters(program.loc(w.loc).name.clone())),
+                Some(_) => {}
+                None => {
+                    owner.insert(w.loc, (c, id));
+                }
+            }
+        }
+    }
+    Ok(owner)
+}
+
+/// What the whole program says about cores, shared by every core's split.
+struct Analysis {
+    /// The core of every instruction.
+    cores: Vec<u32>,
+    /// The owning core and writing instruction of every written location.
+    owner: BTreeMap<MemLocId, (u32, InstId)>,
+    /// The consumer cores of every cross-core tensor.
+    consumers: BTreeMap<MemLocId, BTreeSet<u32>>,
+    /// The cores that depend on each instruction from another core.
+    dependents: BTreeMap<InstId, BTreeSet<u32>>,
+}
+
+/// The state of building one core's module.
+struct CoreSplit<'a> {
+    program: &'a Module,
+    func: &'a Function,
+    a: &'a Analysis,
+    core: u32,
+    /// Program location -> this core's location.
+    locs: BTreeMap<MemLocId, MemLocId>,
+    m: Module,
+}
+
+impl<'a> CoreSplit<'a> {
+    fn new(program: &'a Module, func: &'a Function, a: &'a Analysis, core: u32) -> Self {
+        let m = Module {
+            name: program.name.clone(),
+            attrs: ModuleAttrs { lnc_size: program.attrs.lnc_size, neuron_core_id: Some(core) },
+            ..Module::default()
+        };
+        CoreSplit { program, func, a, core, locs: BTreeMap::new(), m }
+    }
+
+    fn build(mut self) -> Result<Module, SplitError> {
+        self.locations()?;
+        self.queues();
+        let mut f = Function { name: self.func.name.clone(), ..Function::default() };
+        f.args = self.func.args.iter().filter_map(|a| self.locs.get(a).copied()).collect();
+        // Program inst -> this core's inst; group -> this core's barrier arrival.
+        let mut insts: BTreeMap<InstId, InstId> = BTreeMap::new();
+        let mut arrival: BTreeMap<InstId, InstId> = BTreeMap::new();
+        let mut group = 0u32;
+        let mut slot = 0u32;
+        for b in &self.func.blocks {
+            let block = BlockId::from_index(f.blocks.len());
+            f.blocks.push(Block { name: b.name.clone(), insts: Vec::new() });
+            for &pid in &b.insts {
+                let pinst = &self.func.insts[pid.index()];
+                let here = self.a.cores[pid.index()];
+                if here == self.core {
+                    let inst = self.clone_inst(pinst, &insts, &arrival);
+                    insts.insert(pid, f.push_inst(block, inst));
+                }
+                if let Some(deps) = self.a.dependents.get(&pid) {
+                    let participants: Vec<u32> =
+                        deps.iter().copied().chain([here]).collect::<BTreeSet<_>>().into_iter().collect();
+                    if participants.contains(&self.core) {
+                        let mut cb = Inst::new(
+                            format!("cb{group}"),
+                            Engine::Sp,
+                            Op::CoreBarrier(CoreBarrier { group, participants, id: slot, flagged: true }),
+                        );
+                        cb.core = Some(self.core);
+                        if let Some(&mine) = insts.get(&pid) {
+                            cb.deps.push(Dep { inst: mine, kind: EdgeKind::Control });
+                        }
+                        slot += 1;
+                        arrival.insert(pid, f.push_inst(block, cb));
+                    }
+                    group += 1;
+                }
+            }
+        }
+        self.m.functions.push(f);
+        Ok(self.m)
+    }
+
+    /// This core's copy of `pinst`: locations remapped, same-core deps kept,
+    /// a control dep on this core's barrier arrival for every cross-core producer.
+    fn clone_inst(&self, pinst: &Inst, insts: &BTreeMap<InstId, InstId>, arrival: &BTreeMap<InstId, InstId>) -> Inst {
+        let map = |a: &AccessPattern| AccessPattern { loc: self.locs[&a.loc], ..*a };
+        let op = match &pinst.op {
+            Op::DmaCopy { src, dst } => Op::DmaCopy { src: map(src), dst: map(dst) },
+            Op::Compute { kind, srcs, dst } => {
+                Op::Compute { kind: *kind, srcs: srcs.iter().map(map).collect(), dst: map(dst) }
+            }
+            Op::SwitchQueueInstance { queue, instance } => {
+                Op::SwitchQueueInstance { queue: self.queue(*queue), instance: *instance }
+            }
+            other => other.clone(),
+        };
+        let mut deps = Vec::new();
+        for d in &pinst.deps {
+            if let Some(&mine) = insts.get(&d.inst) {
+                deps.push(Dep { inst: mine, kind: d.kind });
+            }
+        }
+        // Cross-core producers this instruction depends on, by data or by edge.
+        let reads = pinst.reads();
+        let producers = reads
+            .iter()
+            .filter_map(|r| self.a.owner.get(&r.loc).map(|&(_, w)| w))
+            .chain(pinst.deps.iter().map(|d| d.inst))
+            .filter(|p| self.a.cores[p.index()] != self.core);
+        for p in producers {
+            if let Some(&cb) = arrival.get(&p) {
+                deps.push(Dep { inst: cb, kind: EdgeKind::Control });
+            }
+        }
+        deps.sort();
+        deps.dedup();
+        Inst { op, deps, queue: pinst.queue.map(|q| self.queue(q)), core: Some(self.core), ..pinst.clone() }
+    }
+
+    fn queue(&self, q: QueueId) -> QueueId {
+        let name = &self.program.queues[q.index()].name;
+        self.m.queue_by_name(name).unwrap_or(q)
+    }
+
+    fn queues(&mut self) {
+        let used: BTreeSet<QueueId> = self
+            .func
+            .insts
+            .iter()
+            .zip(&self.a.cores)
+            .filter(|&(_, &c)| c == self.core)
+            .flat_map(|(i, _)| {
+                let sqi = match i.op {
+                    Op::SwitchQueueInstance { queue, .. } => Some(queue),
+                    _ => None,
+                };
+                i.queue.into_iter().chain(sqi)
+            })
+            .collect();
+        self.m.queues = used.iter().map(|q| self.program.queues[q.index()].clone()).collect();
+    }
+
+    /// This core's locations, in program order: what its instructions touch,
+    /// with cross-core tensors as shared locations or remote views.
+    fn locations(&mut self) -> Result<(), SplitError> {
+        let mut touched = BTreeSet::new();
+        for (inst, &c) in self.func.insts.iter().zip(&self.a.cores) {
+            if c == self.core {
+                touched.extend(inst.reads().iter().map(|a| a.loc));
+                touched.extend(inst.write().map(|a| a.loc));
+            }
+        }
+        for (i, l) in self.program.memlocs.iter().enumerate() {
+            let id = MemLocId::from_index(i);
+            if !touched.contains(&id) {
+                continue;
+            }
+            let cross = self.a.consumers.get(&id);
+            let mut loc = l.clone();
+            loc.aliases.clear();
+            match (cross, self.a.owner.get(&id)) {
+                (Some(_), Some(&(w, _))) if w == self.core => loc.usage = Usage::Shared,
+                (Some(cons), Some(&(w, _))) if cons.contains(&self.core) => {
+                    loc.name = view_name(&l.name, self.core);
+                    if self.program.loc_by_name(&loc.name).is_some() {
+                        return Err(SplitError::NameCollision(loc.name));
+                    }
+                    loc.usage = Usage::Shared;
+                    loc.address = None;
+                    loc.remote_local_target = Some(RemoteLocalTarget { name: l.name.clone(), core: w });
+                }
+                _ => {}
+            }
+            self.locs.insert(id, self.m.add_loc(loc));
+        }
+        for s in &self.program.sets {
+            let locs: Vec<MemLocId> = s.locs.iter().filter_map(|l| self.locs.get(l).copied()).collect();
+            if !locs.is_empty() {
+                self.m.sets.push(MemoryLocationSet { name: s.name.clone(), locs });
+            }
+        }
+        Ok(())
+    }
+}

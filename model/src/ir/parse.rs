@@ -172,21 +172,19 @@ fn statement(c: &mut Cursor<'_>, raw: &mut Raw) -> Result<(), ParseError> {
         c.pos = 1;
         let args = c.ref_list()?;
         c.end()?;
-        let f = raw.funcs.last_mut().ok_or_else(|| c.err_at(1, "`args` outside a function".into()))?;
+        let f = raw.funcs.last_mut().ok_or_else(|| c.err_at(c.toks[0].col, "`args` outside a function".into()))?;
         f.args = args;
     } else if first_is_keyword("block") {
         c.pos = 1;
         let name = c.name()?;
         c.end()?;
-        let f = raw.funcs.last_mut().ok_or_else(|| c.err_at(1, "`block` outside a function".into()))?;
+        let f = raw.funcs.last_mut().ok_or_else(|| c.err_at(c.toks[0].col, "`block` outside a function".into()))?;
         f.blocks.push((name, Vec::new()));
     } else {
         let inst = inst_statement(c)?;
-        let block = raw
-            .funcs
-            .last_mut()
-            .and_then(|f| f.blocks.last_mut())
-            .ok_or_else(|| c.err_at(1, "instruction outside a block (expected a statement keyword)".into()))?;
+        let block = raw.funcs.last_mut().and_then(|f| f.blocks.last_mut()).ok_or_else(|| {
+            c.err_at(c.toks[0].col, "instruction outside a block (expected a statement keyword)".into())
+        })?;
         block.1.push(inst);
     }
     Ok(())

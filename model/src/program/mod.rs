@@ -1,1 +1,9 @@
-//! Seeded program generator and reference interpreter.
+//! Seeded program generator, reference interpreter, and the interleaving
+//! executor of split modules (the oracle side of the bench).
+
+pub mod generate;
+pub mod interleave;
+pub mod interp;
+
+pub use generate::{GenConfig, SizeClass, generate};
+pub use interp::{InterpError, Values, digest, interpret, seeded_inputs};

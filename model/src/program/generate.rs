@@ -1,0 +1,372 @@
+//! The seeded program generator: one symbolic module for `lnc_size` N.
+//!
+//! A program is a DAG of compute and DMA ops over DRAM tensors, every op bound
+//! to a core, in one function `main` split into a few blocks. It has pre-placed
+//! inputs, weights and outputs (so the allocator's HWM floor has work), real
+//! cross-core handoffs (a tensor written on one core and read on another),
+//! all-reduces across cores (collective adds over every core's partial, so the
+//! CC-buffer sizing has work), and tensor sizes from one element (4 bytes) to
+//! megabytes. Every tensor is written by exactly one op (SSA), and every op
+//! carries a data dependency on the producer of each operand, so a program is
+//! race-free by construction. Same config, same program, byte for byte.
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::ir::*;
+
+/// Program size class (`--size`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SizeClass {
+    /// ~24 ops, tensors up to 4 Ki elements.
+    Small,
+    /// ~120 ops, tensors up to 64 Ki elements.
+    Medium,
+    /// ~600 ops, tensors up to 1 Mi elements (4 MiB).
+    Large,
+}
+
+impl SizeClass {
+    /// The default op count and largest tensor (elements) of this class.
+    pub fn shape(self) -> (u32, u64) {
+        match self {
+            SizeClass::Small => (24, 4 << 10),
+            SizeClass::Medium => (120, 64 << 10),
+            SizeClass::Large => (600, 1 << 20),
+        }
+    }
+}
+
+/// Everything that shapes a generated program. Property tests draw each field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GenConfig {
+    /// Drives every random choice.
+    pub seed: u64,
+    /// lnc_size: the number of cores (1..=256).
+    pub cores: u32,
+    /// Number of ops before outputs are written.
+    pub ops: u32,
+    /// Largest tensor, in elements.
+    pub max_elems: u64,
+    /// Percent chance that an operand is taken from another core (a handoff).
+    pub handoff_pct: u32,
+    /// Number of all-reduces (ignored with one core).
+    pub allreduces: u32,
+    /// Number of program outputs.
+    pub outputs: u32,
+}
+
+impl GenConfig {
+    /// The configuration `lncsim gen --seed S --cores N --size C` uses.
+    pub fn new(seed: u64, cores: u32, size: SizeClass) -> Self {
+        let (ops, max_elems) = size.shape();
+        GenConfig { seed, cores, ops, max_elems, handoff_pct: 30, allreduces: 1, outputs: 3 }
+    }
+}
+
+/// Size of the pre-placed region's granule: inputs, weights and outputs are
+/// laid out from address 0 on 4 KiB boundaries, like compiler-placed IO.
+const IO_ALIGN: u64 = 4096;
+
+/// An op's operation before its result tensor exists.
+enum Body {
+    Dma(AccessPattern),
+    Compute(ComputeKind, Vec<AccessPattern>),
+}
+
+struct Tensor {
+    loc: MemLocId,
+    len: u64,
+    /// The core that wrote it; `None` for inputs and weights (readable anywhere).
+    core: Option<u32>,
+    /// The instruction that wrote it.
+    producer: Option<InstId>,
+}
+
+struct Gen {
+    rng: ChaCha8Rng,
+    cfg: GenConfig,
+    m: Module,
+    f: Function,
+    tensors: Vec<Tensor>,
+    next_addr: u64,
+    tmp: u32,
+}
+
+/// Generates the program for `cfg`. Deterministic in `cfg`.
+pub fn generate(cfg: &GenConfig) -> Module {
+    let cores = cfg.cores.clamp(1, 256);
+    let cfg = GenConfig { cores, max_elems: cfg.max_elems.max(1), ..cfg.clone() };
+    let mut g = Gen {
+        rng: ChaCha8Rng::seed_from_u64(cfg.seed),
+        m: Module {
+            name: format!("gen_s{}_c{}", cfg.seed, cores),
+            attrs: ModuleAttrs { lnc_size: cores, neuron_core_id: None },
+            ..Module::default()
+        },
+        f: Function::new("main"),
+        cfg,
+        tensors: Vec::new(),
+        next_addr: 0,
+        tmp: 0,
+    };
+    g.queues();
+    g.leaves();
+    let blocks = 1 + g.cfg.ops / 16;
+    let mut allreduce_at: Vec<u32> = (0..g.cfg.allreduces).map(|_| g.rng.random_range(0..g.cfg.ops.max(1))).collect();
+    allreduce_at.sort_unstable();
+    let mut ar = allreduce_at.into_iter().peekable();
+    for i in 0..g.cfg.ops {
+        let block = BlockId::from_index(((i * blocks) / g.cfg.ops.max(1)) as usize);
+        g.ensure_block(block);
+        while ar.peek() == Some(&i) {
+            ar.next();
+            if g.cfg.cores > 1 {
+                g.allreduce(block);
+            }
+        }
+        g.op(block);
+    }
+    let last = BlockId::from_index(g.f.blocks.len() - 1);
+    g.outputs(last);
+    g.f.args =
+        g.m.memlocs
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| matches!(l.usage, Usage::Input | Usage::Output))
+            .map(|(i, _)| MemLocId::from_index(i))
+            .collect();
+    g.sets();
+    let Gen { mut m, f, .. } = g;
+    m.functions.push(f);
+    m
+}
+
+impl Gen {
+    fn queues(&mut self) {
+        self.m.queues.push(DmaQueue {
+            name: "qSyncIO".into(),
+            qtype: QueueType::Dynamic,
+            owner: Engine::Sp,
+            semaphores: 2,
+            instances: vec![0, 1],
+        });
+        self.m.queues.push(DmaQueue {
+            name: "qPoolDynamic".into(),
+            qtype: QueueType::Dynamic,
+            owner: Engine::Pool,
+            semaphores: 1,
+            instances: vec![0],
+        });
+    }
+
+    fn ensure_block(&mut self, b: BlockId) {
+        while self.f.blocks.len() <= b.index() {
+            let name = format!("bb{}", self.f.blocks.len());
+            self.f.blocks.push(Block { name, insts: Vec::new() });
+        }
+    }
+
+    /// A tensor length: log-uniform from 1 to `max_elems`, so sub-page and
+    /// multi-page sizes both occur.
+    fn len(&mut self) -> u64 {
+        let bits = 64 - self.cfg.max_elems.leading_zeros();
+        let b = self.rng.random_range(0..bits.max(1));
+        let lo = 1u64 << b;
+        let hi = (lo << 1).min(self.cfg.max_elems + 1);
+        self.rng.random_range(lo.min(hi - 1)..hi)
+    }
+
+    fn preplaced(&mut self, name: String, usage: Usage, len: u64) -> MemLocId {
+        let mut l = MemoryLocation::dram(name, usage, len);
+        l.address = Some(self.next_addr);
+        self.next_addr += l.byte_size().div_ceil(IO_ALIGN) * IO_ALIGN;
+        self.m.add_loc(l)
+    }
+
+    /// Inputs and weights of assorted sizes, including one of the largest size,
+    /// so every op can find operands.
+    fn leaves(&mut self) {
+        let n_in = 2 + self.cfg.cores.min(4);
+        for i in 0..n_in {
+            let len = if i == 0 { self.cfg.max_elems } else { self.len() };
+            let loc = self.preplaced(format!("x{i}"), Usage::Input, len);
+            self.tensors.push(Tensor { loc, len, core: None, producer: None });
+        }
+        for i in 0..2 {
+            let len = if i == 0 { self.cfg.max_elems } else { self.len() };
+            let loc = self.preplaced(format!("w{i}"), Usage::Weight, len);
+            let init = self.rng.random::<u64>();
+            self.m.memlocs[loc.index()].init = Some(init);
+            self.tensors.push(Tensor { loc, len, core: None, producer: None });
+        }
+    }
+
+    /// Picks an operand of at least `len` elements for an op on `core`:
+    /// usually local or a leaf, sometimes (handoff_pct) from another core.
+    fn operand(&mut self, core: u32, len: u64) -> usize {
+        let fits: Vec<usize> = (0..self.tensors.len()).filter(|&i| self.tensors[i].len >= len).collect();
+        let remote: Vec<usize> =
+            fits.iter().copied().filter(|&i| self.tensors[i].core.is_some_and(|c| c != core)).collect();
+        let local: Vec<usize> = fits.iter().copied().filter(|&i| !remote.contains(&i)).collect();
+        let want_remote = !remote.is_empty() && self.rng.random_range(0..100) < self.cfg.handoff_pct;
+        let pool = if want_remote || local.is_empty() { &remote } else { &local };
+        // Prefer recent tensors so chains form.
+        let n = pool.len();
+        let k = self.rng.random_range(0..n.min(6));
+        pool[n - 1 - k]
+    }
+
+    fn ap_of(&mut self, t: usize, len: u64) -> AccessPattern {
+        let slack = self.tensors[t].len - len;
+        let offset = if slack == 0 { 0 } else { self.rng.random_range(0..=slack) };
+        AccessPattern { loc: self.tensors[t].loc, offset, len }
+    }
+
+    fn new_tensor(&mut self, len: u64) -> MemLocId {
+        self.tmp += 1;
+        self.m.add_loc(MemoryLocation::dram(format!("t{}", self.tmp), Usage::Internal, len))
+    }
+
+    fn push(&mut self, block: BlockId, name: String, engine: Engine, op: Op, core: u32, srcs: &[usize]) -> InstId {
+        let mut inst = Inst::new(name, engine, op);
+        inst.core = Some(core);
+        let mut deps: Vec<Dep> = srcs
+            .iter()
+            .filter_map(|&t| self.tensors[t].producer)
+            .map(|inst| Dep { inst, kind: EdgeKind::Data })
+            .collect();
+        deps.sort();
+        deps.dedup();
+        inst.deps = deps;
+        if matches!(inst.op, Op::DmaCopy { .. }) {
+            inst.queue = Some(QueueId(if engine == Engine::Pool { 1 } else { 0 }));
+        }
+        self.f.push_inst(block, inst)
+    }
+
+    fn op(&mut self, block: BlockId) {
+        let core = self.rng.random_range(0..self.cfg.cores);
+        let name = format!("i{}", self.f.insts.len());
+        let kind = self.rng.random_range(0..6u32);
+        let (engine, op, srcs, out_len) = match kind {
+            0 => {
+                let len = self.len();
+                let s = self.operand(core, len);
+                let src = self.ap_of(s, len);
+                let engine = if self.rng.random_range(0..4) == 0 { Engine::Pool } else { Engine::Sp };
+                (engine, Body::Dma(src), vec![s], len)
+            }
+            1 | 2 => {
+                let len = self.len();
+                let n = if kind == 1 { 2 + self.rng.random_range(0..2) } else { 2 };
+                let srcs: Vec<usize> = (0..n).map(|_| self.operand(core, len)).collect();
+                let aps = srcs.iter().map(|&s| self.ap_of(s, len)).collect();
+                let k = if kind == 1 { ComputeKind::Add } else { ComputeKind::Mul };
+                (Engine::Dve, Body::Compute(k, aps), srcs, len)
+            }
+            3 => {
+                let len = self.len();
+                let s = self.operand(core, len);
+                let ap = self.ap_of(s, len);
+                (Engine::Act, Body::Compute(ComputeKind::Relu, vec![ap]), vec![s], len)
+            }
+            4 => {
+                let out = 1 + self.len() / 8;
+                let k = 1 + self.rng.random_range(0..8u64).min((self.cfg.max_elems / out).saturating_sub(1));
+                let s = self.operand(core, out * k);
+                let ap = self.ap_of(s, out * k);
+                (Engine::Pool, Body::Compute(ComputeKind::Reduce, vec![ap]), vec![s], out)
+            }
+            _ => {
+                // Keep both operands within max_elems: every dimension <= sqrt(max_elems).
+                let cap = (self.cfg.max_elems.isqrt().min(16) as u32).max(1);
+                let dim = |g: &mut Gen| 1 + g.rng.random_range(0..cap);
+                let (m, k, n) = (dim(self), dim(self), dim(self));
+                let a = self.operand(core, u64::from(m * k));
+                let b = self.operand(core, u64::from(k * n));
+                let aps = vec![self.ap_of(a, u64::from(m * k)), self.ap_of(b, u64::from(k * n))];
+                (Engine::Pe, Body::Compute(ComputeKind::MatMul { m, k, n }, aps), vec![a, b], u64::from(m * n))
+            }
+        };
+        let dst_loc = self.new_tensor(out_len);
+        let dst = AccessPattern { loc: dst_loc, offset: 0, len: out_len };
+        let op = match op {
+            Body::Dma(src) => Op::DmaCopy { src, dst },
+            Body::Compute(kind, srcs) => Op::Compute { kind, srcs, dst },
+        };
+        let id = self.push(block, name, engine, op, core, &srcs);
+        self.tensors.push(Tensor { loc: dst_loc, len: out_len, core: Some(core), producer: Some(id) });
+    }
+
+    /// An all-reduce: every core computes a partial, then every core sums all
+    /// partials into its own result (collective adds reading every other core).
+    fn allreduce(&mut self, block: BlockId) {
+        let len = self.len();
+        let mut partials = Vec::new();
+        for core in 0..self.cfg.cores {
+            let s = self.operand(core, len);
+            let src = self.ap_of(s, len);
+            let loc = self.new_tensor(len);
+            let dst = AccessPattern { loc, offset: 0, len };
+            let name = format!("i{}", self.f.insts.len());
+            let id = self.push(
+                block,
+                name,
+                Engine::Act,
+                Op::Compute { kind: ComputeKind::Relu, srcs: vec![src], dst },
+                core,
+                &[s],
+            );
+            self.tensors.push(Tensor { loc, len, core: Some(core), producer: Some(id) });
+            partials.push(self.tensors.len() - 1);
+        }
+        for core in 0..self.cfg.cores {
+            let srcs: Vec<AccessPattern> =
+                partials.iter().map(|&p| AccessPattern { loc: self.tensors[p].loc, offset: 0, len }).collect();
+            let loc = self.new_tensor(len);
+            let dst = AccessPattern { loc, offset: 0, len };
+            let name = format!("i{}", self.f.insts.len());
+            let id =
+                self.push(block, name, Engine::Dve, Op::Compute { kind: ComputeKind::Add, srcs, dst }, core, &partials);
+            self.f.insts[id.index()].collective = true;
+            self.tensors.push(Tensor { loc, len, core: Some(core), producer: Some(id) });
+        }
+    }
+
+    /// Copies some produced tensors into pre-placed outputs, each on its
+    /// producer's core (so outputs are written once and read by nobody).
+    fn outputs(&mut self, block: BlockId) {
+        let produced: Vec<usize> = (0..self.tensors.len()).filter(|&i| self.tensors[i].producer.is_some()).collect();
+        if produced.is_empty() {
+            return;
+        }
+        for o in 0..self.cfg.outputs.max(1) {
+            let k = self.rng.random_range(0..produced.len().min(8));
+            let t = produced[produced.len() - 1 - k];
+            let len = self.tensors[t].len;
+            let core = self.tensors[t].core.unwrap_or(0);
+            let loc = self.preplaced(format!("out{o}"), Usage::Output, len);
+            let src = AccessPattern { loc: self.tensors[t].loc, offset: 0, len };
+            let dst = AccessPattern { loc, offset: 0, len };
+            let name = format!("i{}", self.f.insts.len());
+            self.push(block, name, Engine::Sp, Op::DmaCopy { src, dst }, core, &[t]);
+        }
+    }
+
+    fn sets(&mut self) {
+        for (name, usage) in [("inputs", Usage::Input), ("weights", Usage::Weight), ("outputs", Usage::Output)] {
+            let locs: Vec<MemLocId> = self
+                .m
+                .memlocs
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.usage == usage)
+                .map(|(i, _)| MemLocId::from_index(i))
+                .collect();
+            if !locs.is_empty() {
+                self.m.sets.push(MemoryLocationSet { name: name.into(), locs });
+            }
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! lnc_splitter: split modules run in random barrier-respecting orders give the
+//! reference interpreter's outputs, and their structure follows DESIGN.md.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use lncsim_model::ir::{self, *};
+use lncsim_model::program::interleave::{InterleaveError, run_interleaved};
+use lncsim_model::program::{GenConfig, SizeClass, generate, interpret, seeded_inputs};
+use lncsim_model::split::{SplitError, split};
+use proptest::prelude::*;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn split_modules_in_any_barrier_order_give_the_interpreters_outputs(
+        cfg in common::gen_config(1..=8),
+        input_seed in any::<u64>(),
+        schedules in proptest::collection::vec(any::<u64>(), 3),
+    ) {
+        let p = generate(&cfg);
+        let inputs = seeded_inputs(&p, input_seed);
+        let golden = interpret(&p, &inputs).unwrap();
+        let modules = split(&p).unwrap();
+        prop_assert_eq!(modules.len(), cfg.cores as usize);
+        for s in schedules {
+            let got = run_interleaved(&modules, &inputs, s).unwrap();
+            prop_assert_eq!(&got, &golden, "schedule seed {}", s);
+        }
+    }
+
+    #[test]
+    fn split_structure_follows_the_design(cfg in common::gen_config(1..=8)) {
+        let p = generate(&cfg);
+        let modules = split(&p).unwrap();
+        let mut groups: BTreeMap<u32, (Vec<u32>, BTreeSet<u32>)> = BTreeMap::new();
+        for (c, m) in modules.iter().enumerate() {
+            let c = c as u32;
+            prop_assert_eq!(&m.name, &p.name);
+            prop_assert_eq!(m.attrs.neuron_core_id, Some(c));
+            prop_assert!(m.verify().is_ok());
+            let f = &m.functions[0];
+            prop_assert!(f.insts.iter().all(|i| i.core == Some(c)), "off-core op kept");
+            // Local barrier slots 0, 1, 2 ... in order, all flagged.
+            let barriers: Vec<&CoreBarrier> = f.order().filter_map(|i| match &f.insts[i.index()].op {
+                Op::CoreBarrier(b) => Some(b),
+                _ => None,
+            }).collect();
+            prop_assert!(barriers.iter().all(|b| b.flagged));
+            let ids: Vec<u32> = barriers.iter().map(|b| b.id).collect();
+            prop_assert_eq!(ids, (0..f.insts.iter().filter(|i| matches!(i.op, Op::CoreBarrier(_))).count() as u32).collect::<Vec<_>>());
+            for i in &f.insts {
+                if let Op::CoreBarrier(b) = &i.op {
+                    let e = groups.entry(b.group).or_insert_with(|| (b.participants.clone(), BTreeSet::new()));
+                    prop_assert_eq!(&e.0, &b.participants);
+                    prop_assert!(e.1.insert(c), "core {} arrives twice at group {}", c, b.group);
+                }
+            }
+            // Every view names a shared location of its producer.
+            for l in &m.memlocs {
+                if let Some(r) = &l.remote_local_target {
+                    prop_assert_eq!(l.usage, Usage::Shared);
+                    let target = &modules[r.core as usize];
+                    let t = target.loc_by_name(&r.name).expect("remote target exists");
+                    prop_assert_eq!(target.loc(t).usage, Usage::Shared);
+                }
+            }
+        }
+        // Every group is complete: each participant arrives exactly once.
+        for (g, (parts, seen)) in groups {
+            prop_assert_eq!(parts.iter().copied().collect::<BTreeSet<_>>(), seen, "group {}", g);
+        }
+    }
+}
+
+#[test]
+fn cross_core_handoffs_and_collectives_occur_in_default_programs() {
+    let p = generate(&GenConfig::new(7, 4, SizeClass::Small));
+    let modules = split(&p).unwrap();
+    let views = modules.iter().flat_map(|m| &m.memlocs).filter(|l| l.remote_local_target.is_some()).count();
+    assert!(views > 0, "no handoff in the default program");
+    assert!(p.functions[0].insts.iter().any(|i| i.collective), "no all-reduce in the default program");
+}
+
+#[test]
+fn one_core_split_keeps_the_program() {
+    let p = generate(&GenConfig::new(3, 1, SizeClass::Small));
+    let [m] = split(&p).unwrap().try_into().unwrap();
+    assert_eq!(m.functions[0].insts.len(), p.functions[0].insts.len());
+    assert!(m.memlocs.iter().all(|l| l.remote_local_target.is_none()));
+}
+
+#[test]
+fn split_rejects_what_it_cannot_split() {
+    let unbound = ir::parse("module m lnc 2\nloc x dram input i32[4]\nloc y dram internal i32[4]\nfunc f\n  block b\n    a = dve relu x[0..4] -> y[0..4]\n").unwrap();
+    assert_eq!(split(&unbound), Err(SplitError::Unbound("a".into())));
+    let two_writers = ir::parse("module m lnc 2\nloc x dram input i32[4]\nloc y dram internal i32[4]\nfunc f\n  block b\n    a = dve relu x[0..4] -> y[0..4] core 0\n    b = dve relu x[0..4] -> y[0..4] core 1\n").unwrap();
+    assert_eq!(split(&two_writers), Err(SplitError::MultipleWriters("y".into())));
+    let out_read = ir::parse("module m lnc 2\nloc x dram input i32[4]\nloc o dram output i32[4]\nloc y dram internal i32[4]\nfunc f\n  block b\n    a = dve relu x[0..4] -> o[0..4] core 0\n    b = dve relu o[0..4] -> y[0..4] core 1 after a\n").unwrap();
+    assert!(matches!(split(&out_read), Err(SplitError::OutputReadCrossCore { .. })));
+}
+
+#[test]
+fn the_interleaving_oracle_reports_a_missing_barrier_as_wrong_outputs_or_deadlock() {
+    // Remove one consumer's barrier arrival: the group can never complete.
+    let p = generate(&GenConfig::new(11, 3, SizeClass::Small));
+    let mut modules = split(&p).unwrap();
+    let (c, id) = modules
+        .iter()
+        .enumerate()
+        .find_map(|(c, m)| m.functions[0].insts.iter().position(|i| matches!(i.op, Op::CoreBarrier(_))).map(|i| (c, i)))
+        .expect("a barrier");
+    let f = &mut modules[c].functions[0];
+    for b in &mut f.blocks {
+        b.insts.retain(|&i| i.index() != id);
+    }
+    for i in &mut f.insts {
+        i.deps.retain(|d| d.inst.index() != id);
+    }
+    f.canonicalize();
+    let inputs = seeded_inputs(&p, 0);
+    assert!(matches!(run_interleaved(&modules, &inputs, 0), Err(InterleaveError::Deadlock(_))));
+}
