@@ -1,18 +1,21 @@
 //! Command-line parsing and dispatch: one file per subcommand.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// Exit status: success.
-pub const EXIT_OK: u8 = 0;
-/// Exit status: a check failed, or the run found a bug.
-pub const EXIT_CHECK_FAILED: u8 = 1;
-/// Exit status: bad command-line usage (clap's own code).
+mod fmt;
+mod gen_cmd;
+mod interp;
+mod run;
+mod split;
+
+/// Exit status: a check failed, or the input was rejected (README.md, "Exit codes").
+pub const EXIT_FAILED: u8 = 1;
+/// Exit status: bad command-line usage (clap's own code, listed for the README).
+#[allow(dead_code)]
 pub const EXIT_USAGE: u8 = 2;
-/// Exit status: the input was rejected (parse error, bad CSV, bad NEFF, missing file).
-pub const EXIT_BAD_INPUT: u8 = 3;
 
 /// lncsim: a deterministic simulation and fuzzing test-bench for the multi-core
 /// (LNC) flow of the AWS Neuron toolchain.
@@ -26,7 +29,18 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Print a seeded program in the text format.
+    Gen(gen_cmd::GenArgs),
+    /// Parse a program and print it in normal form (a formatter).
+    Fmt(fmt::FmtArgs),
+    /// Run the reference interpreter on seeded inputs and print output digests.
+    Interp(interp::InterpArgs),
+    /// Split a program into per-core modules and print them.
+    Split(split::SplitArgs),
+    /// Run the whole flow on one program and check every invariant.
+    Run(run::RunArgs),
+}
 
 /// A command's failure: one line for the user and an exit status.
 #[derive(Debug, thiserror::Error)]
@@ -37,18 +51,13 @@ pub enum CliError {
     /// A check failed: the message says which.
     #[error("{0}")]
     CheckFailed(String),
-    /// Bad usage that clap could not catch (conflicting values).
-    #[error("{0}")]
-    Usage(String),
 }
 
 impl CliError {
     /// The process exit status for this error (README.md, "Exit codes").
     pub fn exit_code(&self) -> ExitCode {
         ExitCode::from(match self {
-            CliError::BadInput(_) => EXIT_BAD_INPUT,
-            CliError::CheckFailed(_) => EXIT_CHECK_FAILED,
-            CliError::Usage(_) => EXIT_USAGE,
+            CliError::BadInput(_) | CliError::CheckFailed(_) => EXIT_FAILED,
         })
     }
 }
@@ -65,6 +74,7 @@ pub fn read_text(path: &Path) -> Result<String, CliError> {
 }
 
 /// Reads a whole input file as bytes; `-` reads standard input.
+#[allow(dead_code)] // used by the NEFF and load subcommands
 pub fn read_bytes(path: &Path) -> Result<Vec<u8>, CliError> {
     use std::io::Read;
     if path == Path::new("-") {
@@ -76,11 +86,33 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>, CliError> {
 }
 
 /// Writes `bytes` to `path`, reporting a failure as one line.
-pub fn write_file(path: &PathBuf, bytes: &[u8]) -> Result<(), CliError> {
+#[allow(dead_code)] // used by the NEFF and alloc subcommands
+pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
     std::fs::write(path, bytes).map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))
+}
+
+/// Parses a u64 written in decimal or as `0x` hex (clap value parser).
+pub fn parse_u64(s: &str) -> Result<u64, String> {
+    let r = match s.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    r.map_err(|_| format!("`{s}` is not a number (decimal or 0x hex)"))
+}
+
+/// Reads and parses a program in the text format; errors read `file:line:col: message`.
+pub fn read_module(path: &Path) -> Result<lncsim_model::ir::Module, CliError> {
+    let text = read_text(path)?;
+    lncsim_model::ir::parse(&text).map_err(|e| CliError::BadInput(format!("{}:{e}", path.display())))
 }
 
 /// Runs the chosen subcommand.
 pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
-    match cli.command {}
+    match cli.command {
+        Command::Gen(a) => gen_cmd::run(a),
+        Command::Fmt(a) => fmt::run(a),
+        Command::Interp(a) => interp::run(a),
+        Command::Split(a) => split::run(a),
+        Command::Run(a) => run::run(a),
+    }
 }

@@ -3,6 +3,7 @@
 //! (`print` / `parse`, grammar in `docs/text-format.md`) and a validator
 //! (`Module::verify`).
 
+pub mod fuzz;
 mod lex;
 pub mod module;
 mod parse;

@@ -500,9 +500,6 @@ impl<'a> Cursor<'a> {
     fn name_ref(&mut self) -> Result<Ref, ParseError> {
         let (line, col) = (self.line, self.col());
         let name = match self.next("a name")? {
-            Tok::Word(w) if super::print::KEYWORDS.contains(&w.as_str()) => {
-                return Err(self.err_at(col, format!("`{w}` is a keyword; quote it to use it as a name")));
-            }
             Tok::Word(w) => w.clone(),
             Tok::Str(s) => s.clone(),
             t => return Err(self.err_at(col, format!("expected a name, found {t}"))),

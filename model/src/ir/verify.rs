@@ -365,7 +365,7 @@ impl Verifier<'_> {
             }
             ComputeKind::Mul if srcs.len() != 2 || !same_len => Some("mul takes two sources of the result's length"),
             ComputeKind::Relu if srcs.len() != 1 || !same_len => Some("relu takes one source of the result's length"),
-            ComputeKind::Reduce if srcs.len() != 1 || srcs[0].len % dst.len != 0 => {
+            ComputeKind::Reduce if srcs.len() != 1 || !srcs[0].len.is_multiple_of(dst.len) => {
                 Some("reduce takes one source whose length is a multiple of the result's")
             }
             ComputeKind::MatMul { m: rm, k, n } => {

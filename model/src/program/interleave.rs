@@ -120,9 +120,9 @@ pub fn run_interleaved(modules: &[Module], inputs: &Values, seed: u64) -> Result
                 }
                 entry.1.insert(core);
                 if entry.1.len() == entry.0.len() {
-                    for c in 0..modules.len() {
-                        if matches!(state[c], CoreState::Waiting(g) if g == b.group) {
-                            state[c] = CoreState::Ready;
+                    for st in &mut state {
+                        if matches!(st, CoreState::Waiting(g) if *g == b.group) {
+                            *st = CoreState::Ready;
                         }
                     }
                 } else {

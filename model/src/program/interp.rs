@@ -38,6 +38,9 @@ pub enum InterpError {
     /// Calls nest deeper than the interpreter allows.
     #[error("calls nest deeper than {0}")]
     CallDepth(usize),
+    /// The module's locations hold more elements than the interpreter allows.
+    #[error("locations hold {0} elements in all; the interpreter allows {MAX_ELEMENTS}")]
+    TooLarge(u64),
     /// A non-i32 location cannot be interpreted.
     #[error("location `{0}` is not i32; the interpreter computes on i32 only")]
     NotI32(String),
@@ -73,8 +76,15 @@ pub fn weight_values(l: &MemoryLocation) -> Result<Vec<i32>, InterpError> {
     Ok((0..l.elem_count).map(|i| init_value(seed, i)).collect())
 }
 
+/// The most elements (all locations together) the interpreter will allocate: 1 GiB of i32.
+pub const MAX_ELEMENTS: u64 = 1 << 28;
+
 /// Initial memory of `m`: inputs from `inputs`, weights from their seeds, the rest zero.
 pub fn initial_memory(m: &Module, inputs: &Values) -> Result<Vec<Vec<i32>>, InterpError> {
+    let total = m.memlocs.iter().fold(0u64, |a, l| a.saturating_add(l.elem_count));
+    if total > MAX_ELEMENTS {
+        return Err(InterpError::TooLarge(total));
+    }
     let mut mem = Vec::with_capacity(m.memlocs.len());
     for l in &m.memlocs {
         if l.dtype != DType::I32 {
