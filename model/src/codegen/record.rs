@@ -243,6 +243,53 @@ pub fn matmul_dims(imm: u32) -> (u32, u32, u32) {
     (imm & 1023, (imm >> 10) & 1023, (imm >> 20) & 1023)
 }
 
+/// Size of one DMA descriptor in device memory.
+pub const DESCRIPTOR_SIZE: usize = 32;
+
+/// A DMA descriptor as the loader writes it into an engine's ring in device
+/// memory, after relocation (seed 002 §Stage 5, sub-layer b): absolute
+/// physical addresses. Layout: u64 src, u64 dst, u64 size, u32 queue, u32 flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct DeviceDescriptor {
+    /// Source physical address.
+    pub src: u64,
+    /// Destination physical address.
+    pub dst: u64,
+    /// Bytes to move.
+    pub size: u64,
+    /// Queue index on its core.
+    pub queue: u32,
+    /// Reserved, zero.
+    pub flags: u32,
+}
+
+impl DeviceDescriptor {
+    /// Encodes to 32 bytes.
+    pub fn encode(&self) -> [u8; DESCRIPTOR_SIZE] {
+        let mut b = [0u8; DESCRIPTOR_SIZE];
+        b[0..8].copy_from_slice(&self.src.to_le_bytes());
+        b[8..16].copy_from_slice(&self.dst.to_le_bytes());
+        b[16..24].copy_from_slice(&self.size.to_le_bytes());
+        b[24..28].copy_from_slice(&self.queue.to_le_bytes());
+        b[28..32].copy_from_slice(&self.flags.to_le_bytes());
+        b
+    }
+
+    /// Decodes 32 bytes (`None` when shorter).
+    pub fn decode(b: &[u8]) -> Option<DeviceDescriptor> {
+        let b = b.get(..DESCRIPTOR_SIZE)?;
+        let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap_or([0; 8]));
+        let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap_or([0; 4]));
+        Some(DeviceDescriptor {
+            src: u64_at(0),
+            dst: u64_at(8),
+            size: u64_at(16),
+            queue: u32_at(24),
+            flags: u32_at(28),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

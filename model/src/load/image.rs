@@ -1,0 +1,57 @@
+//! What a finished load leaves on the device for one core: the interface
+//! between the loader (which stages and relocates) and the simulator (which
+//! fetches and executes). Everything here is a physical address on the
+//! [`super::Device`]; the simulator reads records and descriptors from there,
+//! so a relocation bug changes what runs (DESIGN.md, "Execution").
+
+use std::collections::BTreeMap;
+
+use crate::codegen::VarKind;
+use crate::ir::Engine;
+
+/// One engine's staged instruction stream and DMA ring.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamImage {
+    /// The engine.
+    pub engine: Engine,
+    /// Physical address of the first 64-byte record.
+    pub pa: u64,
+    /// Number of records (after the loader expanded pseudo-instructions).
+    pub records: u64,
+    /// Physical address of the engine's relocated DMA descriptor ring.
+    pub ring_pa: u64,
+    /// Number of 32-byte descriptors in the ring.
+    pub descriptors: u64,
+}
+
+/// One variable after placement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VarImage {
+    /// The `def.json` name.
+    pub name: String,
+    /// Its kind, as codegen declared it.
+    pub kind: VarKind,
+    /// Physical address of its first byte.
+    pub pa: u64,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// One loaded core (the per-physical-core `model_t`, as far as execution needs it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CoreImage {
+    /// The subgraph's NeuronCoreId (its index in the NEFF).
+    pub core: u32,
+    /// The physical core it was staged on.
+    pub tpb: u32,
+    /// Streams in [`Engine::ALL`] order.
+    pub engines: Vec<StreamImage>,
+    /// Variables by var_id, with their physical addresses.
+    pub vars: Vec<VarImage>,
+    /// DMA queue names by queue index.
+    pub queues: Vec<String>,
+    /// Semaphores the core uses.
+    pub semaphores: u32,
+    /// Participants of each barrier group the core arrives at.
+    pub barrier_groups: BTreeMap<u32, Vec<u32>>,
+}
