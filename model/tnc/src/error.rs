@@ -9,6 +9,10 @@ use std::fmt;
 /// A step was given a token that does not fit the slot: a token of another
 /// [`crate::TncState`], or of a generation of this one that has ended. Tokens
 /// cannot be copied, so with a single state machine this never happens.
+///
+/// Detection is by (generation, state): a token of another slot that happens
+/// to be in the same generation and a fitting state is not told apart (slots
+/// carry no identity, to stay deterministic and free of global state).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TncError {
     /// The step that was refused (`complete`, `fail`, `resume`, `release`).
