@@ -4,6 +4,7 @@
 //! The checker keeps its own account of who holds what and compares it with
 //! the slot after every step; it shares no code with the state machine beyond
 //! calling its public steps. A planted bug must make it report a deadlock.
+#![allow(clippy::unwrap_used)]
 
 use lncsim_tnc::{
     CREATOR_REF_COUNT, CacheState, CreatorToken, Enter, Holder, Resume, TncBug, TncPath, TncState,

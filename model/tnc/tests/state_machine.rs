@@ -1,5 +1,6 @@
 //! Every transition of the pure TNC state machine (seed 002, Stage 1), with
 //! ref counts, wake-up counts and the return to UNINIT.
+#![allow(clippy::unwrap_used)]
 
 use lncsim_tnc::{
     CREATOR_PENDING, CREATOR_REF_COUNT, CacheState, CreatorToken, Enter, Holder, Release, Resume,

@@ -1,6 +1,7 @@
 //! The thread-safe driver under real std threads (the loom build swaps the
 //! primitives for loom's, which only run inside a loom model: hence not(loom)).
 #![cfg(not(loom))]
+#![allow(clippy::unwrap_used)]
 
 use lncsim_tnc::{CREATOR_REF_COUNT, CacheState, Entry, Release, Role, TncCache, TncPath, Uuid};
 use std::sync::Arc;
