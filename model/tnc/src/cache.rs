@@ -34,9 +34,7 @@ struct Inner<T> {
 
 impl<T> Clone for TncCache<T> {
     fn clone(&self) -> Self {
-        TncCache {
-            inner: Arc::clone(&self.inner),
-        }
+        TncCache { inner: Arc::clone(&self.inner) }
     }
 }
 
@@ -67,12 +65,7 @@ impl<T> TncCache<T> {
 
     /// An UNINIT cache, with `bug` planted when it is `Some`.
     pub fn with_bug(bug: Option<TncBug>) -> Self {
-        TncCache {
-            inner: Arc::new(Inner {
-                state: Mutex::new(TncState::with_bug(bug)),
-                wake: Condvar::new(),
-            }),
-        }
+        TncCache { inner: Arc::new(Inner { state: Mutex::new(TncState::with_bug(bug)), wake: Condvar::new() }) }
     }
 
     /// The slot's observable fields, read under the lock.
@@ -84,10 +77,7 @@ impl<T> TncCache<T> {
     /// (a panic elsewhere in the holder's thread) still holds a consistent
     /// state and is used as is.
     fn lock(&self) -> MutexGuard<'_, TncState<T>> {
-        self.inner
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.inner.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Wakes every sleeping waiter if the last step posted wake-ups.
@@ -105,17 +95,10 @@ impl<T: Clone> TncCache<T> {
         let mut state = self.lock();
         let mut ticket = match state.enter(uuid) {
             Enter::Creator(token) => {
-                return Entry::Creator(CreatorGuard {
-                    cache: self.clone(),
-                    token: Some(token),
-                });
+                return Entry::Creator(CreatorGuard { cache: self.clone(), token: Some(token) });
             }
             Enter::Reuse(info, holder) => {
-                return Entry::Reuse {
-                    info,
-                    holder: self.holder_guard(holder),
-                    path: TncPath::UsingCache,
-                };
+                return Entry::Reuse { info, holder: self.holder_guard(holder), path: TncPath::UsingCache };
             }
             Enter::Independent(path) => return Entry::Independent { path },
             Enter::Wait(ticket) => ticket,
@@ -124,11 +107,7 @@ impl<T: Clone> TncCache<T> {
             match own_token(state.resume(ticket)) {
                 Resume::Blocked(back) => {
                     ticket = back;
-                    state = self
-                        .inner
-                        .wake
-                        .wait(state)
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    state = self.inner.wake.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
                 }
                 Resume::Reuse(info, holder) => {
                     return Entry::Reuse {
@@ -138,19 +117,14 @@ impl<T: Clone> TncCache<T> {
                     };
                 }
                 Resume::Independent(_) => {
-                    return Entry::Independent {
-                        path: TncPath::CreationFailedDoMyOwn,
-                    };
+                    return Entry::Independent { path: TncPath::CreationFailedDoMyOwn };
                 }
             }
         }
     }
 
     fn holder_guard(&self, holder: Holder) -> HolderGuard<T> {
-        HolderGuard {
-            cache: self.clone(),
-            holder: Some(holder),
-        }
+        HolderGuard { cache: self.clone(), holder: Some(holder) }
     }
 }
 
@@ -209,15 +183,9 @@ impl<T: Clone> CreatorGuard<T> {
     pub fn complete(mut self, info: &T) -> HolderGuard<T> {
         let cache = self.cache.clone();
         let mut state = cache.lock();
-        let holder = self
-            .token
-            .take()
-            .map(|token| own_token(state.complete(token, info.clone())));
+        let holder = self.token.take().map(|token| own_token(state.complete(token, info.clone())));
         cache.notify_if_posted(&state);
-        HolderGuard {
-            cache: self.cache.clone(),
-            holder,
-        }
+        HolderGuard { cache: self.cache.clone(), holder }
     }
 }
 

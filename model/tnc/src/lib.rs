@@ -15,7 +15,6 @@ mod types;
 pub use cache::{CreatorGuard, Entry, HolderGuard, TncCache};
 pub use error::TncError;
 pub use state::{
-    CREATOR_PENDING, CREATOR_REF_COUNT, CreatorToken, Enter, Holder, ONE_REF, Release, Resume,
-    TncState, WaitTicket,
+    CREATOR_PENDING, CREATOR_REF_COUNT, CreatorToken, Enter, Holder, ONE_REF, Release, Resume, TncState, WaitTicket,
 };
 pub use types::{CacheState, Role, TncBug, TncPath, TncSnapshot, Uuid};

@@ -268,9 +268,7 @@ impl<T> TncState<T> {
                 self.ref_count = CREATOR_REF_COUNT;
                 self.uuid = uuid;
                 self.slot = Slot::Pending;
-                Enter::Creator(CreatorToken {
-                    generation: self.generation,
-                })
+                Enter::Creator(CreatorToken { generation: self.generation })
             }
             Slot::Ready(info) if same => {
                 let info = info.clone();
@@ -280,9 +278,7 @@ impl<T> TncState<T> {
             Slot::Pending if same => {
                 self.ref_count += ONE_REF;
                 self.pending_wait += 1;
-                Enter::Wait(WaitTicket {
-                    generation: self.generation,
-                })
+                Enter::Wait(WaitTicket { generation: self.generation })
             }
             Slot::Failed if same => Enter::Independent(TncPath::SlotFailed),
             Slot::Pending | Slot::Ready(_) | Slot::Failed => Enter::Independent(TncPath::OtherUuid),
@@ -296,9 +292,7 @@ impl<T> TncState<T> {
     where
         T: Clone,
     {
-        self.check("resume", ticket.generation, |s| {
-            matches!(s, Slot::Pending | Slot::Ready(_) | Slot::Failed)
-        })?;
+        self.check("resume", ticket.generation, |s| matches!(s, Slot::Pending | Slot::Ready(_) | Slot::Failed))?;
         if self.wakeups_posted == 0 || matches!(self.slot, Slot::Pending) {
             return Ok(Resume::Blocked(ticket));
         }
@@ -315,9 +309,7 @@ impl<T> TncState<T> {
     /// `complete_cache_creation`: READY with `info`, one wake-up posted per
     /// waiter; the CREATOR keeps its reference, returned as a [`Holder`].
     pub fn complete(&mut self, creator: CreatorToken, info: T) -> Result<Holder, TncError> {
-        self.check("complete", creator.generation, |s| {
-            matches!(s, Slot::Pending)
-        })?;
+        self.check("complete", creator.generation, |s| matches!(s, Slot::Pending))?;
         self.slot = Slot::Ready(info);
         self.ref_count -= CREATOR_PENDING;
         self.post_wakeups();
@@ -338,16 +330,12 @@ impl<T> TncState<T> {
 
     /// Drops a holder's reference (after its S2); the last one frees the slot.
     pub fn release(&mut self, holder: Holder) -> Result<Release, TncError> {
-        self.check("release", holder.generation, |s| {
-            matches!(s, Slot::Ready(_))
-        })?;
+        self.check("release", holder.generation, |s| matches!(s, Slot::Ready(_)))?;
         Ok(self.drop_ref(ONE_REF))
     }
 
     fn holder(&self) -> Holder {
-        Holder {
-            generation: self.generation,
-        }
+        Holder { generation: self.generation }
     }
 
     fn post_wakeups(&mut self) {
@@ -374,11 +362,6 @@ impl<T> TncState<T> {
         if token_generation == self.generation && state_ok(&self.slot) {
             return Ok(());
         }
-        Err(TncError {
-            step,
-            token_generation,
-            slot_generation: self.generation,
-            state: self.cache_state(),
-        })
+        Err(TncError { step, token_generation, slot_generation: self.generation, state: self.cache_state() })
     }
 }

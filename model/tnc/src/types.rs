@@ -69,9 +69,7 @@ impl TncPath {
         match self {
             TncPath::FirstWorker => Some(Role::Creator),
             TncPath::UsingCache | TncPath::UsingCacheAfterWait => Some(Role::Reuse),
-            TncPath::CreationFailedDoMyOwn | TncPath::OtherUuid | TncPath::SlotFailed => {
-                Some(Role::Independent)
-            }
+            TncPath::CreationFailedDoMyOwn | TncPath::OtherUuid | TncPath::SlotFailed => Some(Role::Independent),
             TncPath::Waiting => None,
         }
     }

@@ -7,8 +7,7 @@
 #![allow(clippy::unwrap_used)]
 
 use lncsim_tnc::{
-    CREATOR_REF_COUNT, CacheState, CreatorToken, Enter, Holder, Resume, TncBug, TncPath, TncState,
-    Uuid, WaitTicket,
+    CREATOR_REF_COUNT, CacheState, CreatorToken, Enter, Holder, Resume, TncBug, TncPath, TncState, Uuid, WaitTicket,
 };
 use std::collections::BTreeSet;
 
@@ -192,17 +191,11 @@ const A: Uuid = [1; 16];
 const B: Uuid = [2; 16];
 
 fn ok(uuid: Uuid) -> Spec {
-    Spec {
-        uuid,
-        creator_fails: false,
-    }
+    Spec { uuid, creator_fails: false }
 }
 
 fn failing(uuid: Uuid) -> Spec {
-    Spec {
-        uuid,
-        creator_fails: true,
-    }
+    Spec { uuid, creator_fails: true }
 }
 
 #[test]
@@ -245,10 +238,7 @@ fn four_mixed_loaders_reach_every_path_and_never_deadlock() {
 #[test]
 fn the_checker_reports_the_planted_lost_wakeup() {
     let stats = run(&[failing(A), failing(A)], Some(TncBug::NoWakeOnFailure));
-    assert!(
-        stats.deadlocks > 0,
-        "the planted bug must deadlock some schedule"
-    );
+    assert!(stats.deadlocks > 0, "the planted bug must deadlock some schedule");
     let clean = run(&[failing(A), failing(A)], None);
     assert_eq!(clean.deadlocks, 0);
 }

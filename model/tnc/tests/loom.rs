@@ -163,9 +163,7 @@ fn a_loader_releases_while_another_enters() {
     let executions_in = Arc::clone(&executions);
     builder(TWO_THREADS).check(move || {
         let cache = TncCache::<u64>::new();
-        let Entry::Creator(c) = cache.enter(A) else {
-            panic!("the first loader of an UNINIT slot is the creator")
-        };
+        let Entry::Creator(c) = cache.enter(A) else { panic!("the first loader of an UNINIT slot is the creator") };
         let holder = c.complete(&parse(A));
         let other = {
             let cache = cache.clone();

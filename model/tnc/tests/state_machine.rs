@@ -3,8 +3,8 @@
 #![allow(clippy::unwrap_used)]
 
 use lncsim_tnc::{
-    CREATOR_PENDING, CREATOR_REF_COUNT, CacheState, CreatorToken, Enter, Holder, Release, Resume,
-    Role, TncBug, TncPath, TncState, Uuid, WaitTicket,
+    CREATOR_PENDING, CREATOR_REF_COUNT, CacheState, CreatorToken, Enter, Holder, Release, Resume, Role, TncBug,
+    TncPath, TncState, Uuid, WaitTicket,
 };
 
 const A: Uuid = [0xA; 16];
@@ -47,15 +47,10 @@ fn assert_uninit(tnc: &TncState<u32>) {
 
 #[test]
 fn states_have_the_seeds_numbers() {
-    let n: Vec<u8> = [
-        CacheState::Uninit,
-        CacheState::Pending,
-        CacheState::Ready,
-        CacheState::Failed,
-    ]
-    .iter()
-    .map(|s| s.as_u8())
-    .collect();
+    let n: Vec<u8> = [CacheState::Uninit, CacheState::Pending, CacheState::Ready, CacheState::Failed]
+        .iter()
+        .map(|s| s.as_u8())
+        .collect();
     assert_eq!(n, [0, 1, 2, 3]);
     assert_eq!(CREATOR_REF_COUNT, 0x1_0000_0001);
 }
@@ -135,15 +130,9 @@ fn pending_same_uuid_waits_and_is_woken_by_complete() {
     let r1 = tnc.resume(w1).unwrap();
     assert_eq!(r1.path(), TncPath::UsingCacheAfterWait);
     let Resume::Reuse(v1, h1) = r1 else { panic!() };
-    let Resume::Reuse(v2, h2) = tnc.resume(w2).unwrap() else {
-        panic!()
-    };
+    let Resume::Reuse(v2, h2) = tnc.resume(w2).unwrap() else { panic!() };
     assert_eq!((v1, v2, tnc.wakeups_posted()), (11, 11, 0));
-    assert_eq!(
-        tnc.packed_ref_count(),
-        3,
-        "REUSE after wait keeps the reference"
-    );
+    assert_eq!(tnc.packed_ref_count(), 3, "REUSE after wait keeps the reference");
     for h in [h1, hc] {
         assert_eq!(tnc.release(h), Ok(Release::Held));
     }
@@ -170,11 +159,7 @@ fn fail_wakes_every_waiter_and_they_proceed_independent() {
     let r1 = tnc.resume(w1).unwrap();
     assert_eq!(r1.path(), TncPath::CreationFailedDoMyOwn);
     assert_eq!(r1, Resume::Independent(Release::Held));
-    assert_eq!(
-        tnc.packed_ref_count(),
-        1,
-        "the woken waiter released its reference"
-    );
+    assert_eq!(tnc.packed_ref_count(), 1, "the woken waiter released its reference");
     assert_eq!(tnc.resume(w2).unwrap(), Resume::Independent(Release::Freed));
     assert_uninit(&tnc);
 }
@@ -194,11 +179,7 @@ fn a_different_uuid_never_waits_and_never_evicts() {
     let check_bypass = |tnc: &mut TncState<u32>| {
         let before = tnc.snapshot();
         assert_eq!(tnc.enter(B), Enter::Independent(TncPath::OtherUuid));
-        assert_eq!(
-            tnc.snapshot(),
-            before,
-            "no reference taken, nothing evicted"
-        );
+        assert_eq!(tnc.snapshot(), before, "no reference taken, nothing evicted");
     };
     let c = creator(&mut tnc, A);
     let w = waiter(&mut tnc, A);
@@ -206,9 +187,7 @@ fn a_different_uuid_never_waits_and_never_evicts() {
     let hc = tnc.complete(c, 1).unwrap();
     check_bypass(&mut tnc); // READY
     assert_eq!(tnc.cached(), Some(&1));
-    let Resume::Reuse(_, hw) = tnc.resume(w).unwrap() else {
-        panic!()
-    };
+    let Resume::Reuse(_, hw) = tnc.resume(w).unwrap() else { panic!() };
     tnc.release(hc).unwrap();
     tnc.release(hw).unwrap();
     let c = creator(&mut tnc, A);
@@ -245,9 +224,7 @@ fn the_planted_bug_is_harmless_on_success() {
     let c = creator(&mut tnc, A);
     let w = waiter(&mut tnc, A);
     let hc = tnc.complete(c, 3).unwrap();
-    let Resume::Reuse(3, hw) = tnc.resume(w).unwrap() else {
-        panic!()
-    };
+    let Resume::Reuse(3, hw) = tnc.resume(w).unwrap() else { panic!() };
     tnc.release(hc).unwrap();
     tnc.release(hw).unwrap();
     assert_uninit(&tnc);
@@ -262,10 +239,7 @@ fn tokens_of_another_slot_are_refused_with_a_typed_error() {
     let err = fresh.complete(ca, 1).unwrap_err();
     assert_eq!((err.step, err.token_generation), ("complete", 1));
     assert_eq!((err.slot_generation, err.state), (0, CacheState::Uninit));
-    assert!(
-        err.to_string()
-            .starts_with("tnc complete: token of generation 1 does not fit")
-    );
+    assert!(err.to_string().starts_with("tnc complete: token of generation 1 does not fit"));
     assert_uninit(&fresh);
     let wa = waiter(&mut a, A);
     let err = fresh.resume(wa).unwrap_err();
@@ -308,9 +282,6 @@ fn paths_name_the_seeds_messages_and_distinct_marks() {
     assert!(marks.iter().all(|m| m.starts_with("tnc.")));
     assert_eq!(TncPath::Waiting.role(), None);
     assert_eq!(TncPath::UsingCacheAfterWait.role(), Some(Role::Reuse));
-    assert_eq!(
-        TncPath::CreationFailedDoMyOwn.message(),
-        "cache creation failed, do my own"
-    );
+    assert_eq!(TncPath::CreationFailedDoMyOwn.message(), "cache creation failed, do my own");
     assert_eq!(TncPath::OtherUuid.message(), TncPath::SlotFailed.message());
 }

@@ -88,14 +88,8 @@ fn all_wait_for_one_creator(n: usize, creator_fails: bool) -> Vec<(TncPath, Resu
 #[test]
 fn many_threads_same_uuid_creator_succeeds() {
     let out = all_wait_for_one_creator(16, false);
-    let creators = out
-        .iter()
-        .filter(|(p, _)| *p == TncPath::FirstWorker)
-        .count();
-    let reused = out
-        .iter()
-        .filter(|(p, _)| *p == TncPath::UsingCacheAfterWait)
-        .count();
+    let creators = out.iter().filter(|(p, _)| *p == TncPath::FirstWorker).count();
+    let reused = out.iter().filter(|(p, _)| *p == TncPath::UsingCacheAfterWait).count();
     assert_eq!((creators, reused), (1, 15));
     assert!(out.iter().all(|(_, r)| *r == Ok(*parse(uuid(7)))));
 }
@@ -104,10 +98,7 @@ fn many_threads_same_uuid_creator_succeeds() {
 fn many_threads_same_uuid_creator_fails_and_waiters_do_their_own() {
     let out = all_wait_for_one_creator(16, true);
     let failed = out.iter().filter(|(_, r)| r.is_err()).count();
-    let own = out
-        .iter()
-        .filter(|(p, r)| *p == TncPath::CreationFailedDoMyOwn && *r == Ok(*parse(uuid(7))))
-        .count();
+    let own = out.iter().filter(|(p, r)| *p == TncPath::CreationFailedDoMyOwn && *r == Ok(*parse(uuid(7)))).count();
     assert_eq!((failed, own), (1, 15));
 }
 
@@ -143,9 +134,7 @@ fn free_running_loaders_same_and_different_uuids() {
 #[test]
 fn a_different_uuid_never_waits_and_never_evicts() {
     let cache: TncCache<Arc<u64>> = TncCache::new();
-    let Entry::Creator(creator) = cache.enter(uuid(1)) else {
-        panic!("first loader is the creator")
-    };
+    let Entry::Creator(creator) = cache.enter(uuid(1)) else { panic!("first loader is the creator") };
     // Another NEFF while PENDING: answered at once (a wait would time out here).
     let before = cache.snapshot();
     let (tx, rx) = mpsc::channel();
@@ -168,9 +157,7 @@ fn a_different_uuid_never_waits_and_never_evicts() {
 #[test]
 fn dropped_guards_fail_and_release() {
     let cache: TncCache<Arc<u64>> = TncCache::new();
-    let Entry::Creator(creator) = cache.enter(uuid(3)) else {
-        panic!()
-    };
+    let Entry::Creator(creator) = cache.enter(uuid(3)) else { panic!() };
     let waiter = {
         let cache = cache.clone();
         thread::spawn(move || cache.enter(uuid(3)).path())
@@ -181,16 +168,9 @@ fn dropped_guards_fail_and_release() {
     drop(creator); // an early `?` return in the creator's loader
     assert_eq!(waiter.join().unwrap(), TncPath::CreationFailedDoMyOwn);
     assert_uninit(&cache);
-    let Entry::Creator(creator) = cache.enter(uuid(3)) else {
-        panic!()
-    };
+    let Entry::Creator(creator) = cache.enter(uuid(3)) else { panic!() };
     let holder = creator.complete(&parse(uuid(3)));
-    let Entry::Reuse {
-        info, holder: h2, ..
-    } = cache.enter(uuid(3))
-    else {
-        panic!()
-    };
+    let Entry::Reuse { info, holder: h2, .. } = cache.enter(uuid(3)) else { panic!() };
     assert_eq!(*info, *parse(uuid(3)));
     drop(h2);
     drop(holder);
