@@ -130,6 +130,9 @@ impl World {
         assert_eq!(s.packed_ref_count, expected, "ref count vs holders");
         assert_eq!(s.cache_state == CacheState::Uninit, expected == 0);
         assert_eq!(s.cached, s.cache_state == CacheState::Ready);
+        if s.cache_state == CacheState::Uninit {
+            assert_eq!((s.pending_wait, s.wakeups_posted), (0, 0), "a freed slot owes no wake-ups");
+        }
     }
 }
 

@@ -80,28 +80,54 @@ fn assert_outcome(o: &Outcome, uuid: Uuid, creator_fails: bool) {
     }
 }
 
+/// A cache handle that is not dropped when an execution panics. loom panics
+/// on the thread that finds a deadlock, and a loom `Arc` dropped while that
+/// panic unwinds panics again, which aborts the whole test binary instead of
+/// failing one test with loom's report. A finished run drops it by hand.
+struct Handle(ManuallyDrop<TncCache<u64>>);
+
+impl Handle {
+    fn new(bug: Option<TncBug>) -> Self {
+        Handle(ManuallyDrop::new(TncCache::with_bug(bug)))
+    }
+
+    fn share(&self) -> Self {
+        Handle(ManuallyDrop::new((*self.0).clone()))
+    }
+
+    fn finish(self) {
+        drop(ManuallyDrop::into_inner(self.0));
+    }
+}
+
 /// Runs `loaders` (uuid, creator_fails) concurrently, the first on the model's
-/// main thread; returns every path seen over all executions.
-fn check(bound: usize, loaders: &'static [(Uuid, bool)]) -> BTreeSet<TncPath> {
+/// main thread, with `bug` planted if given; returns every path seen over all
+/// executions.
+fn check(bound: usize, loaders: &'static [(Uuid, bool)], bug: Option<TncBug>) -> BTreeSet<TncPath> {
     let seen = Arc::new(Mutex::new(BTreeSet::new()));
     let seen_in = Arc::clone(&seen);
     let executions = Arc::new(AtomicUsize::new(0));
     let executions_in = Arc::clone(&executions);
     builder(bound).check(move || {
-        let cache = TncCache::new();
+        let cache = Handle::new(bug);
         let others: Vec<_> = loaders[1..]
             .iter()
             .map(|&(uuid, fails)| {
-                let cache = cache.clone();
-                thread::spawn(move || load(&cache, uuid, fails))
+                let mine = cache.share();
+                thread::spawn(move || {
+                    let outcome = load(&mine.0, uuid, fails);
+                    mine.finish();
+                    outcome
+                })
             })
             .collect();
-        let mut outcomes = vec![load(&cache, loaders[0].0, loaders[0].1)];
+        let mut outcomes = vec![load(&cache.0, loaders[0].0, loaders[0].1)];
         outcomes.extend(others.into_iter().map(|t| t.join().unwrap()));
         for (o, &(uuid, fails)) in outcomes.iter().zip(loaders) {
             assert_outcome(o, uuid, fails);
         }
-        assert_final(&cache);
+        assert_final(&cache.0);
+        cache.finish();
         seen_in.lock().unwrap().extend(outcomes.iter().map(|o| o.0));
         executions_in.fetch_add(1, Ordering::Relaxed);
     });
@@ -118,28 +144,28 @@ const TWO_THREADS: usize = 12;
 
 #[test]
 fn two_loaders_same_uuid_creator_succeeds() {
-    let seen = check(TWO_THREADS, &[(A, false), (A, false)]);
+    let seen = check(TWO_THREADS, &[(A, false), (A, false)], None);
     assert!(seen.contains(&TncPath::UsingCacheAfterWait), "{seen:?}");
     assert!(seen.contains(&TncPath::UsingCache), "{seen:?}");
 }
 
 #[test]
 fn three_loaders_same_uuid_creator_succeeds() {
-    let seen = check(5, &[(A, false), (A, false), (A, false)]);
+    let seen = check(5, &[(A, false), (A, false), (A, false)], None);
     assert!(seen.contains(&TncPath::UsingCacheAfterWait), "{seen:?}");
 }
 
 #[test]
 fn two_loaders_same_uuid_creator_fails() {
     // Every CREATOR fails: waiters do their own parse.
-    let seen = check(TWO_THREADS, &[(A, true), (A, true)]);
+    let seen = check(TWO_THREADS, &[(A, true), (A, true)], None);
     assert!(seen.contains(&TncPath::CreationFailedDoMyOwn), "{seen:?}");
 }
 
 #[test]
 fn three_loaders_same_uuid_creator_fails() {
     // Also reaches a newcomer bypassing the FAILED slot.
-    let seen = check(6, &[(A, true), (A, true), (A, true)]);
+    let seen = check(6, &[(A, true), (A, true), (A, true)], None);
     assert!(seen.contains(&TncPath::CreationFailedDoMyOwn), "{seen:?}");
     assert!(seen.contains(&TncPath::SlotFailed), "{seen:?}");
 }
@@ -147,7 +173,7 @@ fn three_loaders_same_uuid_creator_fails() {
 #[test]
 fn two_loaders_different_uuids_never_wait() {
     // Whoever enters second bypasses; nobody ever waits.
-    let seen = check(TWO_THREADS, &[(A, false), (B, false)]);
+    let seen = check(TWO_THREADS, &[(A, false), (B, false)], None);
     let expected: BTreeSet<_> = [TncPath::FirstWorker, TncPath::OtherUuid].into();
     assert_eq!(seen, expected);
 }
@@ -162,17 +188,22 @@ fn a_loader_releases_while_another_enters() {
     let executions = Arc::new(AtomicUsize::new(0));
     let executions_in = Arc::clone(&executions);
     builder(TWO_THREADS).check(move || {
-        let cache = TncCache::<u64>::new();
-        let Entry::Creator(c) = cache.enter(A) else { panic!("the first loader of an UNINIT slot is the creator") };
+        let cache = Handle::new(None);
+        let Entry::Creator(c) = cache.0.enter(A) else { panic!("the first loader of an UNINIT slot is the creator") };
         let holder = c.complete(&parse(A));
         let other = {
-            let cache = cache.clone();
-            thread::spawn(move || load(&cache, A, false))
+            let mine = cache.share();
+            thread::spawn(move || {
+                let outcome = load(&mine.0, A, false);
+                mine.finish();
+                outcome
+            })
         };
         holder.release();
         let o = other.join().unwrap();
         assert_outcome(&o, A, false);
-        assert_final(&cache);
+        assert_final(&cache.0);
+        cache.finish();
         seen_in.lock().unwrap().insert(o.0);
         executions_in.fetch_add(1, Ordering::Relaxed);
     });
@@ -189,26 +220,5 @@ fn planted_no_wake_on_failure_is_caught_as_a_deadlock() {
     // loader finishes before the second enters, and nobody waits). With the
     // planted bug the failed creator never posts the waiter's wake-up; loom
     // must report the lost wake-up as a deadlock.
-    //
-    // loom panics on the thread that finds the deadlock, and a loom object
-    // (the cache's `Arc`) dropped while that panic unwinds panics again and
-    // aborts the process. So the caches are `ManuallyDrop` and dropped by
-    // hand only on executions that finish.
-    builder(3).check(|| {
-        let cache = ManuallyDrop::new(TncCache::<u64>::with_bug(Some(TncBug::NoWakeOnFailure)));
-        let other = {
-            let cache = ManuallyDrop::new((*cache).clone());
-            thread::spawn(move || {
-                let o = load(&cache, A, true);
-                drop(ManuallyDrop::into_inner(cache));
-                o
-            })
-        };
-        let mine = load(&cache, A, true);
-        let theirs = other.join().unwrap();
-        assert_outcome(&mine, A, true);
-        assert_outcome(&theirs, A, true);
-        assert_final(&cache);
-        drop(ManuallyDrop::into_inner(cache));
-    });
+    check(3, &[(A, true), (A, true)], Some(TncBug::NoWakeOnFailure));
 }
