@@ -58,9 +58,7 @@ pub fn read_text(path: &Path) -> Result<String, CliError> {
     use std::io::Read;
     if path == Path::new("-") {
         let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .map_err(|e| CliError::BadInput(format!("<stdin>: {e}")))?;
+        std::io::stdin().read_to_string(&mut s).map_err(|e| CliError::BadInput(format!("<stdin>: {e}")))?;
         return Ok(s);
     }
     std::fs::read_to_string(path).map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))
@@ -71,9 +69,7 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>, CliError> {
     use std::io::Read;
     if path == Path::new("-") {
         let mut v = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut v)
-            .map_err(|e| CliError::BadInput(format!("<stdin>: {e}")))?;
+        std::io::stdin().read_to_end(&mut v).map_err(|e| CliError::BadInput(format!("<stdin>: {e}")))?;
         return Ok(v);
     }
     std::fs::read(path).map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))
