@@ -5,6 +5,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
+mod bench_neff;
+mod neff;
+mod neff_inspect;
+mod neff_unpack;
+
 /// Exit status: success.
 pub const EXIT_OK: u8 = 0;
 /// Exit status: a check failed, or the run found a bug.
@@ -26,7 +32,14 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// The NEFF container: inspect, unpack (and later pack).
+    #[command(subcommand)]
+    Neff(neff::NeffCommand),
+    /// Benchmarks that print their figures and target comparisons.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+}
 
 /// A command's failure: one line for the user and an exit status.
 #[derive(Debug, thiserror::Error)]
@@ -82,5 +95,8 @@ pub fn write_file(path: &PathBuf, bytes: &[u8]) -> Result<(), CliError> {
 
 /// Runs the chosen subcommand.
 pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
-    match cli.command {}
+    match cli.command {
+        Command::Neff(c) => neff::run(c),
+        Command::Bench(c) => bench::run(c),
+    }
 }

@@ -14,6 +14,9 @@ use flate2::{Decompress, FlushDecompress, Status};
 use super::error::NeffError;
 use crate::marks;
 
+/// flate2's backend in this build (`zlib-rs` with the `zlib-rs` feature, else `miniz_oxide`).
+pub const BACKEND: &str = if cfg!(feature = "zlib-rs") { "zlib-rs" } else { "miniz_oxide" };
+
 /// The two magic bytes of a gzip member.
 pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 

@@ -16,6 +16,7 @@ pub mod neff_file;
 pub mod npy;
 pub mod status;
 pub mod summary;
+pub mod synth;
 pub mod tar_read;
 pub mod tar_write;
 pub mod writer;

@@ -120,3 +120,16 @@ fn same_input_gives_byte_identical_files() {
     let c = read_container(&a, &ReadOptions { verify_hash: true, limits: Limits::default() }).unwrap();
     assert_eq!(c.members.len(), small_members().len());
 }
+
+#[test]
+fn synthetic_neffs_parse_completely() {
+    use crate::neff::synth::{SynthSpec, members};
+    let spec = SynthSpec { subgraphs: 3, weights: 2, weight_elems: 100, instrs: 4 };
+    let t = members(spec, 7);
+    assert_eq!(t, members(spec, 7));
+    let n = Neff::parse(&NeffWriter::new("s", 3).write(&t).unwrap(), &ReadOptions::default()).unwrap();
+    assert_eq!(n.subgraphs.len(), 3);
+    assert!(n.subgraphs.iter().all(|s| s.engines.len() == 5 && s.engines.iter().all(|e| e.instr_count() == 4)));
+    let w = n.members.get("sg02/w001.npy").unwrap();
+    assert_eq!(crate::neff::npy::read_i4(w).unwrap().data.len(), 100);
+}
