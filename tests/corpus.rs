@@ -75,7 +75,8 @@ fn patch(file: &[u8], rehash: bool, f: impl FnOnce(&mut NeffHeader)) -> Vec<u8> 
 
 /// The same NEFF without its zero padding (a smaller, still valid input).
 fn unpadded(file: &[u8]) -> Vec<u8> {
-    let end = file.iter().rposition(|&b| b != 0).map_or(file.len(), |i| i + 1).max(1024 + 512);
+    let c = lncsim_model::neff::read_container(file, &Default::default()).unwrap();
+    let end = 1024 + c.stream_len as usize;
     patch(&file[..end], true, |h| h.data_size = (end - 1024) as u64)
 }
 

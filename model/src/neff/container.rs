@@ -50,7 +50,7 @@ pub struct Container {
     pub compression: Compression,
     /// Bytes of the gzip stream or tar before the zero padding.
     pub stream_len: u64,
-    /// Bytes of the inflated archive (equal to `stream_len` for a plain tar).
+    /// Bytes of the inflated archive up to its end (for a plain tar, `stream_len`).
     pub inflated_len: u64,
     /// The regular-file members, in archive order.
     pub members: MemberTable,
@@ -77,7 +77,7 @@ pub fn read_container(buf: &[u8], opts: &ReadOptions) -> Result<Container, NeffE
         marks::hit("neff.container.gzip");
         let hlen = gzip::parse_header(data)?;
         let mut inf = Inflater::new(&data[hlen..], limits.max_total_size);
-        let members = tar_read::walk(&mut inf, limits)?;
+        let (members, _) = tar_read::walk(&mut inf, limits)?;
         if !inf.finished() {
             return Err(NeffError::Truncated("gzip stream"));
         }
@@ -97,8 +97,8 @@ pub fn read_container(buf: &[u8], opts: &ReadOptions) -> Result<Container, NeffE
         // A plain ustar, or an empty archive (its first block is the end marker).
         marks::hit("neff.container.plain_tar");
         let mut src = SliceSource::new(data, limits.max_total_size);
-        let members = tar_read::walk(&mut src, limits)?;
-        let len = data.len() as u64;
+        let (members, end) = tar_read::walk(&mut src, limits)?;
+        let len = end.min(data.len() as u64);
         Ok(Container { header, compression: Compression::None, stream_len: len, inflated_len: len, members })
     } else {
         marks::hit("neff.container.unknown_payload");

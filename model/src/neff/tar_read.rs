@@ -178,8 +178,9 @@ fn pax(data: &[u8], offset: u64) -> Result<(Option<String>, Option<u64>), NeffEr
 }
 
 /// Walks a ustar archive from `src` into a member table, then checks that
-/// only zeros follow the end-of-archive block.
-pub fn walk<S: Source>(src: &mut S, limits: &Limits) -> Result<MemberTable, NeffError> {
+/// only zeros follow the end-of-archive block. Also returns the archive's
+/// length: up to the end of its two end-of-archive blocks.
+pub fn walk<S: Source>(src: &mut S, limits: &Limits) -> Result<(MemberTable, u64), NeffError> {
     let mut table = MemberTable::new();
     let mut block = [0u8; BLOCK];
     let mut offset = 0u64;
@@ -255,7 +256,7 @@ pub fn walk<S: Source>(src: &mut S, limits: &Limits) -> Result<MemberTable, Neff
         table.insert(name, data)?;
     }
     drain_zeros(src, limits, "tar archive")?;
-    Ok(table)
+    Ok((table, offset + BLOCK as u64))
 }
 
 /// Reads `src` to its end, requiring every byte to be zero.
