@@ -261,7 +261,7 @@ pub fn walk<S: Source>(src: &mut S, limits: &Limits) -> Result<(MemberTable, u64
 
 /// Reads `src` to its end, requiring every byte to be zero.
 pub fn drain_zeros<S: Source>(src: &mut S, limits: &Limits, what: &'static str) -> Result<(), NeffError> {
-    let mut scratch = vec![0u8; 64 << 10];
+    let mut scratch = [0u8; 8192];
     loop {
         let n = src.read(&mut scratch).map_err(|e| fix_limit(src.error(&e), limits))?;
         if n == 0 {
