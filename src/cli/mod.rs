@@ -5,9 +5,14 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
+mod bench_neff;
 mod fmt;
 mod gen_cmd;
 mod interp;
+mod neff;
+mod neff_inspect;
+mod neff_unpack;
 mod run;
 mod split;
 
@@ -40,6 +45,12 @@ pub enum Command {
     Split(split::SplitArgs),
     /// Run the whole flow on one program and check every invariant.
     Run(run::RunArgs),
+    /// The NEFF container: inspect, unpack (and later pack).
+    #[command(subcommand)]
+    Neff(neff::NeffCommand),
+    /// Benchmarks that print their figures and target comparisons.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
 }
 
 /// A command's failure: one line for the user and an exit status.
@@ -114,5 +125,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Interp(a) => interp::run(a),
         Command::Split(a) => split::run(a),
         Command::Run(a) => run::run(a),
+        Command::Neff(c) => neff::run(c),
+        Command::Bench(c) => bench::run(c),
     }
 }

@@ -1,0 +1,201 @@
+//! `sgNN/def.json`: a subgraph's variables, DMA queues and engine files.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::Extra;
+use super::engine::Engine;
+
+/// A subgraph definition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DefJson {
+    /// Variables by name (the loader's mem_ref source).
+    #[serde(default)]
+    pub var: BTreeMap<String, Var>,
+    /// DMA queues by name.
+    #[serde(default)]
+    pub dma_queue: BTreeMap<String, DmaQueue>,
+    /// PE engine description file (`PE.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pe: Option<String>,
+    /// ACT engine description file (`Activation.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act: Option<String>,
+    /// DVE engine description file (`DVE.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dve: Option<String>,
+    /// POOL engine description file (`Pool.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
+    /// SP engine description file (`SP.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sp: Option<String>,
+    /// PE instruction stream (`PE.bin`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pe_instr: Option<String>,
+    /// ACT instruction stream (`Activation.bin`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act_instr: Option<String>,
+    /// DVE instruction stream (`DVE.bin`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dve_instr: Option<String>,
+    /// POOL instruction stream (`Pool.bin`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_instr: Option<String>,
+    /// SP instruction stream (`SP.bin`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sp_instr: Option<String>,
+    /// def.json format version (`"0.6"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Other keys (`sb_carveouts`, `cc_streams`, `fp8_conversion_config`, ...).
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl DefJson {
+    /// The engine description file named for `e`, if any.
+    pub fn engine_json(&self, e: Engine) -> Option<&str> {
+        match e {
+            Engine::Pe => self.pe.as_deref(),
+            Engine::Act => self.act.as_deref(),
+            Engine::Dve => self.dve.as_deref(),
+            Engine::Pool => self.pool.as_deref(),
+            Engine::Sp => self.sp.as_deref(),
+        }
+    }
+
+    /// The instruction stream file named for `e`, if any.
+    pub fn engine_instr(&self, e: Engine) -> Option<&str> {
+        match e {
+            Engine::Pe => self.pe_instr.as_deref(),
+            Engine::Act => self.act_instr.as_deref(),
+            Engine::Dve => self.dve_instr.as_deref(),
+            Engine::Pool => self.pool_instr.as_deref(),
+            Engine::Sp => self.sp_instr.as_deref(),
+        }
+    }
+}
+
+/// A variable's type. Unknown type names are kept as [`VarType::Other`], never fatal
+/// here; the loader decides what it supports.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum VarType {
+    /// `input`: a model input tensor.
+    Input,
+    /// `output`: a model output tensor.
+    Output,
+    /// `file`: weights stored in a member (`file_name`).
+    File,
+    /// `virtual`: a view inside a backing variable at `backing_variable_off`.
+    Virtual,
+    /// `state-buffer`: the on-chip state buffer.
+    StateBuffer,
+    /// `dge-table`: a DMA descriptor-generation table.
+    DgeTable,
+    /// `tmp-buf`: a scratch buffer.
+    TmpBuf,
+    /// `pointer`: a pointer variable.
+    Pointer,
+    /// Any other type name.
+    Other(String),
+}
+
+impl VarType {
+    /// The def.json spelling.
+    pub fn as_str(&self) -> &str {
+        match self {
+            VarType::Input => "input",
+            VarType::Output => "output",
+            VarType::File => "file",
+            VarType::Virtual => "virtual",
+            VarType::StateBuffer => "state-buffer",
+            VarType::DgeTable => "dge-table",
+            VarType::TmpBuf => "tmp-buf",
+            VarType::Pointer => "pointer",
+            VarType::Other(s) => s,
+        }
+    }
+}
+
+impl From<String> for VarType {
+    fn from(s: String) -> Self {
+        match s.as_str() {
+            "input" => VarType::Input,
+            "output" => VarType::Output,
+            "file" => VarType::File,
+            "virtual" => VarType::Virtual,
+            "state-buffer" => VarType::StateBuffer,
+            "dge-table" => VarType::DgeTable,
+            "tmp-buf" => VarType::TmpBuf,
+            "pointer" => VarType::Pointer,
+            _ => VarType::Other(s),
+        }
+    }
+}
+
+impl From<VarType> for String {
+    fn from(t: VarType) -> String {
+        t.as_str().to_owned()
+    }
+}
+
+impl fmt::Display for VarType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One variable of `def.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Var {
+    /// The variable's type.
+    #[serde(rename = "type")]
+    pub var_type: VarType,
+    /// The id instructions use to name it (relocated to a physical address by the loader).
+    pub var_id: u32,
+    /// Size in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Required alignment in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alignment: Option<u64>,
+    /// For `file` variables: the member (relative to the def.json) holding the bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_name: Option<String>,
+    /// For `virtual` variables: the backing variable's name. Choice: the issue
+    /// names only the offset; DESIGN.md ("From allocator to device") needs to
+    /// say which scratch variable backs the view, so the name is carried too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backing_variable: Option<String>,
+    /// For `virtual` variables: byte offset inside the backing variable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backing_variable_off: Option<u64>,
+    /// Other keys (`ops`, `fabric_path`, `list`, ...).
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One DMA queue of `def.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DmaQueue {
+    /// Queue type (`dynamic`, ...).
+    #[serde(rename = "type")]
+    pub queue_type: String,
+    /// Number of hardware queues.
+    pub num_queues: u32,
+    /// Owning engine (`sp`, `pool`, ...).
+    pub owner: String,
+    /// Semaphores the queue signals, one per hardware queue.
+    #[serde(default)]
+    pub semaphore_set: Vec<u32>,
+    /// Fabric path (`main`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric_path: Option<String>,
+    /// Other keys (`dynamic_dma`, ...).
+    #[serde(flatten)]
+    pub extra: Extra,
+}

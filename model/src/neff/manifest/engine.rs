@@ -1,0 +1,92 @@
+//! The five engines and their `sgNN/<Engine>.json` descriptions.
+
+use serde::{Deserialize, Serialize};
+
+use super::Extra;
+
+/// Bytes per instruction record in an engine's `.bin` stream.
+pub const INSTR_RECORD_LEN: u64 = 64;
+
+/// A compute engine of a NeuronCore, in def.json order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Engine {
+    /// Tensor engine (`pe`, `PE.json`).
+    Pe,
+    /// Activation engine (`act`, `Activation.json`).
+    Act,
+    /// Vector engine (`dve`, `DVE.json`).
+    Dve,
+    /// Pooling / general-purpose engine (`pool`, `Pool.json`).
+    Pool,
+    /// Sync / DMA-issuing engine (`sp`, `SP.json`).
+    Sp,
+}
+
+impl Engine {
+    /// Every engine, in a fixed order.
+    pub const ALL: [Engine; 5] = [Engine::Pe, Engine::Act, Engine::Dve, Engine::Pool, Engine::Sp];
+
+    /// The def.json key (`pe`, `act`, `dve`, `pool`, `sp`).
+    pub fn key(self) -> &'static str {
+        match self {
+            Engine::Pe => "pe",
+            Engine::Act => "act",
+            Engine::Dve => "dve",
+            Engine::Pool => "pool",
+            Engine::Sp => "sp",
+        }
+    }
+
+    /// The file stem the compiler uses (`PE`, `Activation`, `DVE`, `Pool`, `SP`).
+    pub fn file_stem(self) -> &'static str {
+        match self {
+            Engine::Pe => "PE",
+            Engine::Act => "Activation",
+            Engine::Dve => "DVE",
+            Engine::Pool => "Pool",
+            Engine::Sp => "SP",
+        }
+    }
+}
+
+/// `sgNN/<Engine>.json`: an engine's instruction file and DMA descriptors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineJson {
+    /// DMA descriptors this engine issues.
+    #[serde(default)]
+    pub dma: Vec<DmaDesc>,
+    /// The instruction stream file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instr: Option<String>,
+    /// The file's own name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Other keys (`act_info`, `dve_tables`, ...).
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One DMA descriptor: copy `size` bytes from `from`+`from_off` to `to`+`to_off`
+/// on `queue`. Addresses are relative (variable name + offset); the loader
+/// makes them absolute (seed 002, S5 `imcpy_load_vring`). Choice: the real
+/// NEFF at hand has only empty `dma` lists, so this flat shape is ours.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DmaDesc {
+    /// The def.json queue name.
+    pub queue: String,
+    /// Source variable name.
+    pub from: String,
+    /// Byte offset in the source variable.
+    #[serde(default)]
+    pub from_off: u64,
+    /// Destination variable name.
+    pub to: String,
+    /// Byte offset in the destination variable.
+    #[serde(default)]
+    pub to_off: u64,
+    /// Bytes to copy.
+    pub size: u64,
+    /// Other keys.
+    #[serde(flatten)]
+    pub extra: Extra,
+}

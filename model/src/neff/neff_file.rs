@@ -1,0 +1,227 @@
+//! [`Neff`]: a full read of a NEFF — header, members and every manifest,
+//! cross-checked (seed 002, S1 `neff_parse` + S2 `parse_neff_json` /
+//! `kelf_load` / `kelf_load_from_neff`). The loader consumes this.
+
+use super::container::{Compression, Container, ReadOptions, read_container};
+use super::error::NeffError;
+use super::header::NeffHeader;
+use super::manifest::{
+    DefJson, Engine, EngineJson, INSTR_RECORD_LEN, InfoJson, KelfJson, NeffJson, Target, TensorMap, VarType, parse_json,
+};
+use super::members::MemberTable;
+use crate::marks;
+
+/// The manifest the runtime reads first.
+pub const NEFF_JSON: &str = "neff.json";
+/// The legacy name of `neff.json`.
+pub const KELP_JSON: &str = "kelp.json";
+
+/// A fully parsed NEFF.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Neff {
+    /// The header.
+    pub header: NeffHeader,
+    /// How the archive was stored.
+    pub compression: Compression,
+    /// Bytes of the gzip stream (or tar) before padding.
+    pub stream_len: u64,
+    /// Bytes of the inflated archive.
+    pub inflated_len: u64,
+    /// Every regular-file member, in archive order.
+    pub members: MemberTable,
+    /// `neff.json`, or `kelp.json` for legacy NEFFs.
+    pub neff_json_member: &'static str,
+    /// The parsed `neff.json`.
+    pub neff_json: NeffJson,
+    /// The kelf member the `__kelf` node names.
+    pub kelf_member: String,
+    /// The parsed kelf manifest.
+    pub kelf: KelfJson,
+    /// The kelf target, parsed.
+    pub target: Target,
+    /// One per kelf graph, in kelf order.
+    pub subgraphs: Vec<Subgraph>,
+    /// `info.json`, when present.
+    pub info: Option<InfoJson>,
+}
+
+/// One subgraph (one NeuronCore's program).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Subgraph {
+    /// The kelf graph name (`sg00`).
+    pub name: String,
+    /// The def.json member (`sg00/def.json`).
+    pub def_member: String,
+    /// The directory prefix members are relative to (`sg00/`).
+    pub dir: String,
+    /// The parsed def.json.
+    pub def: DefJson,
+    /// The engines that have a description or a stream, in [`Engine::ALL`] order.
+    pub engines: Vec<EngineStream>,
+    /// `tensor_map.json` of this subgraph, when present.
+    pub tensor_map: Option<TensorMap>,
+}
+
+/// One engine's description and instruction stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineStream {
+    /// The engine.
+    pub engine: Engine,
+    /// The description member (`sg00/PE.json`), if def.json names one.
+    pub json_member: Option<String>,
+    /// The parsed description.
+    pub json: Option<EngineJson>,
+    /// The instruction stream member (`sg00/PE.bin`).
+    pub instr_member: String,
+    /// Stream length in bytes.
+    pub instr_len: u64,
+}
+
+impl EngineStream {
+    /// Number of 64-byte instruction records.
+    pub fn instr_count(&self) -> u64 {
+        self.instr_len / INSTR_RECORD_LEN
+    }
+}
+
+fn bad(member: &str, message: String) -> NeffError {
+    marks::hit("neff.manifest.bad_reference");
+    NeffError::Manifest { member: member.to_owned(), message }
+}
+
+impl Neff {
+    /// Reads and checks a whole NEFF from its bytes.
+    pub fn parse(buf: &[u8], opts: &ReadOptions) -> Result<Neff, NeffError> {
+        Neff::from_container(read_container(buf, opts)?)
+    }
+
+    /// Parses and cross-checks the manifests of an already-read container.
+    pub fn from_container(c: Container) -> Result<Neff, NeffError> {
+        let m = &c.members;
+        let nn = c.header.name_str();
+        let (neff_json_member, bytes) = match (m.get(NEFF_JSON), m.get(KELP_JSON)) {
+            (Some(b), _) => (NEFF_JSON, b),
+            (None, Some(b)) => {
+                marks::hit("neff.manifest.kelp_fallback");
+                (KELP_JSON, b)
+            }
+            (None, None) => {
+                marks::hit("neff.manifest.missing_neff_json");
+                return Err(NeffError::MissingMember { nn, member: NEFF_JSON.to_owned() });
+            }
+        };
+        let neff_json: NeffJson = parse_json(neff_json_member, bytes)?;
+        let kelf_member =
+            neff_json.kelf_member().ok_or_else(|| NeffError::NoKelfNode(neff_json_member.to_owned()))?.to_owned();
+        let kelf_bytes = m
+            .get(&kelf_member)
+            .ok_or_else(|| NeffError::MissingMember { nn: nn.clone(), member: kelf_member.clone() })?;
+        let kelf: KelfJson = parse_json(&kelf_member, kelf_bytes)?;
+        let target = Target::parse(&kelf.target)?;
+        let subgraphs =
+            kelf.graphs.iter().map(|g| subgraph(m, &nn, &g.name, &g.definition)).collect::<Result<Vec<_>, _>>()?;
+        let info = m.get("info.json").map(|b| parse_json("info.json", b)).transpose()?;
+        Ok(Neff {
+            header: c.header,
+            compression: c.compression,
+            stream_len: c.stream_len,
+            inflated_len: c.inflated_len,
+            members: c.members,
+            neff_json_member,
+            neff_json,
+            kelf_member,
+            kelf,
+            target,
+            subgraphs,
+            info,
+        })
+    }
+
+    /// The subgraph named `name`.
+    pub fn subgraph(&self, name: &str) -> Option<&Subgraph> {
+        self.subgraphs.iter().find(|s| s.name == name)
+    }
+}
+
+fn subgraph(m: &MemberTable, nn: &str, name: &str, def_member: &str) -> Result<Subgraph, NeffError> {
+    let missing = |member: String| NeffError::MissingMember { nn: nn.to_owned(), member };
+    let def_bytes = m.get(def_member).ok_or_else(|| missing(def_member.to_owned()))?;
+    let def: DefJson = parse_json(def_member, def_bytes)?;
+    let dir = match def_member.rfind('/') {
+        Some(i) => def_member[..=i].to_owned(),
+        None => String::new(),
+    };
+    check_vars(m, &def, def_member, &dir)?;
+    let mut engines = Vec::new();
+    for e in Engine::ALL {
+        let json_member = def.engine_json(e).map(|f| format!("{dir}{f}"));
+        let json: Option<EngineJson> = match &json_member {
+            Some(jm) => Some(parse_json(jm, m.get(jm).ok_or_else(|| missing(jm.clone()))?)?),
+            None => None,
+        };
+        let instr = def.engine_instr(e).or_else(|| json.as_ref().and_then(|j| j.instr.as_deref()));
+        let Some(instr) = instr else {
+            if json_member.is_some() {
+                return Err(bad(def_member, format!("engine {} has a description but no instruction stream", e.key())));
+            }
+            continue;
+        };
+        let instr_member = format!("{dir}{instr}");
+        let stream = m.get(&instr_member).ok_or_else(|| missing(instr_member.clone()))?;
+        let instr_len = stream.len() as u64;
+        if !instr_len.is_multiple_of(INSTR_RECORD_LEN) {
+            return Err(bad(&instr_member, format!("{instr_len} bytes is not a whole number of 64-byte records")));
+        }
+        if let (Some(j), Some(jm)) = (&json, &json_member) {
+            for (i, d) in j.dma.iter().enumerate() {
+                if !def.dma_queue.contains_key(&d.queue) {
+                    return Err(bad(jm, format!("dma[{i}] uses unknown queue {:?}", d.queue)));
+                }
+                for v in [&d.from, &d.to] {
+                    if !def.var.contains_key(v) {
+                        return Err(bad(jm, format!("dma[{i}] names unknown variable {v:?}")));
+                    }
+                }
+            }
+        }
+        engines.push(EngineStream { engine: e, json_member, json, instr_member, instr_len });
+    }
+    let tm_member = format!("{dir}tensor_map.json");
+    let tensor_map = m.get(&tm_member).map(|b| parse_json(&tm_member, b)).transpose()?;
+    Ok(Subgraph { name: name.to_owned(), def_member: def_member.to_owned(), dir, def, engines, tensor_map })
+}
+
+/// var_ids are unique; `file` variables name an existing member; `virtual`
+/// variables name an existing backing variable when they name one.
+fn check_vars(m: &MemberTable, def: &DefJson, def_member: &str, dir: &str) -> Result<(), NeffError> {
+    let mut ids = std::collections::BTreeMap::new();
+    for (name, v) in &def.var {
+        if let Some(other) = ids.insert(v.var_id, name) {
+            return Err(bad(def_member, format!("var_id {} used by both {other:?} and {name:?}", v.var_id)));
+        }
+        match v.var_type {
+            VarType::File => {
+                let f = v
+                    .file_name
+                    .as_deref()
+                    .ok_or_else(|| bad(def_member, format!("file var {name:?} has no file_name")))?;
+                if !m.contains(&format!("{dir}{f}")) {
+                    return Err(bad(def_member, format!("file var {name:?}: member {dir}{f} is missing")));
+                }
+            }
+            VarType::Virtual => {
+                if let Some(b) = &v.backing_variable
+                    && !def.var.contains_key(b)
+                {
+                    return Err(bad(def_member, format!("virtual var {name:?}: unknown backing variable {b:?}")));
+                }
+            }
+            VarType::Other(ref t) => {
+                marks::hit("neff.manifest.unknown_var_type");
+                let _ = t;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}

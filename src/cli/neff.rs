@@ -1,0 +1,26 @@
+//! `lncsim neff ...`: the NEFF subcommand group.
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+
+use super::CliError;
+use super::{neff_inspect, neff_unpack};
+
+/// The `neff` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum NeffCommand {
+    /// Print a NEFF's header, hash status, members, kelf graphs and per-subgraph vars, queues and engine streams.
+    Inspect(neff_inspect::InspectArgs),
+    /// Extract a NEFF's members into a directory (never writing outside it).
+    Unpack(neff_unpack::UnpackArgs),
+    // `pack` (codegen + packager, issue 5 items 4-6) is added here: `Pack(neff_pack::PackArgs)`.
+}
+
+/// Runs one `neff` subcommand.
+pub fn run(c: NeffCommand) -> Result<ExitCode, CliError> {
+    match c {
+        NeffCommand::Inspect(a) => neff_inspect::run(a),
+        NeffCommand::Unpack(a) => neff_unpack::run(a),
+    }
+}

@@ -1,0 +1,102 @@
+//! `lncsim neff inspect` / `unpack` end to end, on the real NEFF and on our own.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use lncsim_model::neff::NeffWriter;
+use lncsim_model::neff::synth::{SynthSpec, members};
+
+fn lncsim(args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_lncsim")).args(args).output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn real_neff() -> Option<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let p = root.ancestors().map(|a| a.join("shared/real-neff/matmul_small.neff")).find(|p| p.is_file());
+    if p.is_none() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but shared/real-neff/matmul_small.neff is absent"
+        );
+        eprintln!("SKIP: shared/real-neff/matmul_small.neff not found above {}", root.display());
+    }
+    p
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("lncsim-neff-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn inspect_json_on_the_real_neff_meets_the_acceptance() {
+    let Some(p) = real_neff() else { return };
+    let (code, out, err) = lncsim(&["neff", "inspect", p.to_str().unwrap(), "--json", "--verify-hash"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["header"]["lnc_size"], 2);
+    assert_eq!(v["header"]["data_size"], 61440);
+    assert_eq!(v["member_count"], 72);
+    assert_eq!(v["kelf"]["target"], "cayman");
+    assert_eq!(v["kelf"]["graphs"].as_array().unwrap().len(), 2);
+    assert_eq!(v["hash"], "valid");
+    assert_eq!(v["subgraphs"][1]["engines"][0]["instructions"], 12);
+    let (code, text, _) = lncsim(&["neff", "inspect", p.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(text.contains("feature_bits     0x209c00") && text.contains("queue qSPDynamicHW"));
+}
+
+#[test]
+fn inspect_reports_a_bad_hash_and_fails_only_when_asked() {
+    let d = scratch("hash");
+    let mut f = NeffWriter::new("h", 1)
+        .write(&members(SynthSpec { subgraphs: 1, weights: 1, weight_elems: 4, instrs: 1 }, 3))
+        .unwrap();
+    f[0xAC] ^= 1; // the stored hash
+    let p = d.join("bad.neff");
+    std::fs::write(&p, &f).unwrap();
+    let (code, out, _) = lncsim(&["neff", "inspect", p.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("\"hash\": \"invalid\""));
+    let (code, _, err) = lncsim(&["neff", "inspect", p.to_str().unwrap(), "--verify-hash"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.starts_with("lncsim: error:") && err.contains("hash mismatch"));
+    let (code, _, err) = lncsim(&["neff", "inspect", d.join("missing.neff").to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    std::fs::write(&p, b"short").unwrap();
+    let (code, _, err) = lncsim(&["neff", "inspect", p.to_str().unwrap()]);
+    assert_eq!((code, err.contains("NRT_INVALID(2)")), (1, true), "{err}");
+}
+
+#[test]
+fn unpack_writes_every_member_and_never_through_a_symlink() {
+    let d = scratch("unpack");
+    let t = members(SynthSpec { subgraphs: 2, weights: 1, weight_elems: 4, instrs: 1 }, 5);
+    let p = d.join("x.neff");
+    std::fs::write(&p, NeffWriter::new("x", 2).write(&t).unwrap()).unwrap();
+    let out = d.join("out");
+    let (code, _, err) = lncsim(&["neff", "unpack", p.to_str().unwrap(), out.to_str().unwrap(), "--verify-hash"]);
+    assert_eq!(code, 0, "{err}");
+    for m in t.iter() {
+        assert_eq!(std::fs::read(out.join(&m.name)).unwrap(), m.data, "{}", m.name);
+    }
+    // A directory that routes `sg00/` elsewhere: refused, nothing written there.
+    let evil = d.join("evil");
+    let elsewhere = d.join("elsewhere");
+    std::fs::create_dir_all(&evil).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, evil.join("sg00")).unwrap();
+    let (code, _, err) = lncsim(&["neff", "unpack", p.to_str().unwrap(), evil.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("symlink"), "{err}");
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    let _ = std::fs::remove_dir_all(&d);
+}
