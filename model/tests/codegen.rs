@@ -80,3 +80,25 @@ fn codegen_rejects_unallocated_and_unencodable_modules() {
     let big = "module m lnc 1 core 0\nloc x dram input i32[4096]\nloc w dram weight i32[1048576] init 1\nloc y dram output i32[256]\nfunc f\n  block b\n    i = pe matmul 1x4096x256 x[0..4096], w[0..1048576] -> y[0..256]\n";
     assert!(matches!(codegen(&ir::parse(big).unwrap()), Err(CodegenError::TooLarge { what: "matmul dimension", .. })));
 }
+
+#[test]
+fn pack_writes_a_neff_the_reader_accepts_with_every_var_and_stream() {
+    use lncsim_model::neff::{Neff, PackOptions, ReadOptions, pack};
+    let m = ir::parse(ONE_CORE).unwrap();
+    let bytes = pack(&m, &PackOptions { seed: 9, ..PackOptions::default() }).unwrap();
+    assert_eq!(bytes, pack(&m, &PackOptions { seed: 9, ..PackOptions::default() }).unwrap(), "deterministic");
+    assert_ne!(bytes, pack(&m, &PackOptions { seed: 10, ..PackOptions::default() }).unwrap(), "seed in the UUID");
+    let neff = Neff::parse(&bytes, &ReadOptions { verify_hash: true, ..ReadOptions::default() }).unwrap();
+    assert_eq!(neff.header.lnc_size, 2);
+    assert_eq!(neff.subgraphs.len(), 1);
+    let sg = &neff.subgraphs[0];
+    assert_eq!(sg.def.var.len(), 10);
+    assert_eq!(sg.def.var["s_in1"].backing_variable.as_deref(), Some(SHARED_VAR));
+    assert_eq!(sg.def.var["s_in1"].backing_variable_off, Some(0x40));
+    assert_eq!(sg.def.var[SHARED_VAR].extra["vnc_shared"], serde_json::json!(true));
+    let dve = sg.engines.iter().find(|e| e.engine == Engine::Dve).unwrap();
+    assert_eq!(dve.instr_count(), 3);
+    let w = neff.members.get("sg00/weight_3.npy").unwrap();
+    let npy = lncsim_model::neff::npy::read_i4(w).unwrap();
+    assert_eq!(npy.data, (0..8).map(|i| ir::init_value(5, i)).collect::<Vec<_>>());
+}

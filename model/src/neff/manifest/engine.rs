@@ -7,25 +7,10 @@ use super::Extra;
 /// Bytes per instruction record in an engine's `.bin` stream.
 pub const INSTR_RECORD_LEN: u64 = 64;
 
-/// A compute engine of a NeuronCore, in def.json order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub enum Engine {
-    /// Tensor engine (`pe`, `PE.json`).
-    Pe,
-    /// Activation engine (`act`, `Activation.json`).
-    Act,
-    /// Vector engine (`dve`, `DVE.json`).
-    Dve,
-    /// Pooling / general-purpose engine (`pool`, `Pool.json`).
-    Pool,
-    /// Sync / DMA-issuing engine (`sp`, `SP.json`).
-    Sp,
-}
+/// The five engines are the IR's: one type from the IR to the NEFF.
+pub use crate::ir::Engine;
 
 impl Engine {
-    /// Every engine, in a fixed order.
-    pub const ALL: [Engine; 5] = [Engine::Pe, Engine::Act, Engine::Dve, Engine::Pool, Engine::Sp];
-
     /// The def.json key (`pe`, `act`, `dve`, `pool`, `sp`).
     pub fn key(self) -> &'static str {
         match self {
