@@ -1,1 +1,37 @@
 //! The DRAM allocator (seed 004): interval tree, first fit, shared-DRAM equalization.
+//!
+//! This module holds the IR-independent core. An IR-level driver builds a
+//! [`Problem`] from a function (one [`Location`] per candidate, its
+//! `[def, use]` intervals, pre-placed addresses as pins, collective operands as
+//! [`CcOperand`]s), computes the HWM with [`high_water_mark`], and calls
+//! [`allocate`] with an [`AllocConfig`]; the addresses come back in
+//! [`Allocation::addresses`], and [`checker::check`] verifies them
+//! independently. The MiniMalloc CSV tool ([`csv`], `lncsim alloc`) drives the
+//! same core.
+//!
+//! The pieces, in the seed's order: [`interval_tree`] (`makeTree`, `makeMax`,
+//! `getAllOverlaps`), [`interference`] (`build_interval_tree`), [`simplify`]
+//! (the elimination stack), [`search`] (first fit + page-straddle rule),
+//! [`select`] (`renumber_locations`, `select_impl`, the CC-region retry).
+
+pub mod checker;
+pub mod csv;
+pub mod error;
+pub mod fuzz;
+pub mod generate;
+pub mod interference;
+pub mod interval_tree;
+pub mod problem;
+pub mod search;
+pub mod select;
+pub mod simplify;
+pub mod svg;
+
+pub use checker::{Violation, check};
+pub use error::AllocError;
+pub use problem::{
+    AllocConfig, CcOperand, DRAM_PAGE, LiveInterval, Location, MemoryType, Order, PassOptions,
+    Problem, Regions, Time, cc_buffer_size, find_start_addr, get_alignment_size, high_water_mark,
+    regions,
+};
+pub use select::{Allocation, Info, Metrics, allocate, allocate_naive};
