@@ -5,6 +5,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub mod alloc;
+pub mod bench;
+pub mod bench_alloc;
+
 /// Exit status: success.
 pub const EXIT_OK: u8 = 0;
 /// Exit status: a check failed, or the run found a bug.
@@ -26,7 +30,12 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Allocate a MiniMalloc CSV problem with the DRAM allocator and check it.
+    Alloc(alloc::AllocArgs),
+    /// Run a speed benchmark and print its figures against its targets.
+    Bench(bench::BenchArgs),
+}
 
 /// A command's failure: one line for the user and an exit status.
 #[derive(Debug, thiserror::Error)]
@@ -63,7 +72,8 @@ pub fn read_text(path: &Path) -> Result<String, CliError> {
             .map_err(|e| CliError::BadInput(format!("<stdin>: {e}")))?;
         return Ok(s);
     }
-    std::fs::read_to_string(path).map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))
+    std::fs::read_to_string(path)
+        .map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))
 }
 
 /// Reads a whole input file as bytes; `-` reads standard input.
@@ -86,5 +96,8 @@ pub fn write_file(path: &PathBuf, bytes: &[u8]) -> Result<(), CliError> {
 
 /// Runs the chosen subcommand.
 pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
-    match cli.command {}
+    match &cli.command {
+        Command::Alloc(a) => alloc::run(a),
+        Command::Bench(b) => bench::run(b),
+    }
 }
