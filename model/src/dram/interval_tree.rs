@@ -9,15 +9,17 @@
 //! Layout choice. The seed keys the tree by array index and lays the nodes out
 //! in emission order; with only the max pruning a query then visits every node
 //! whose subtree reaches `q.lo`, which is O(n) per query. [`IntervalTree::new`]
-//! lays the nodes out sorted by `(lo, hi, payload)` first, so the array-index BST
-//! is also a BST on `lo` and the DFS may add the second CLRS pruning (skip the
-//! right subtree when `node.lo > q.hi`): O(k log n) per query, same shape, same
-//! answers. [`IntervalTree::new_in_order`] keeps the seed's emission layout
+//! lays the nodes out sorted by `(lo, payload, hi)` first, so the array-index BST
+//! is also a BST on `lo` and the DFS may add the second CLRS pruning (nothing
+//! right of a node with `node.lo > q.hi` can overlap): O(k + log n) per query,
+//! same shape, same answers. The DFS is in-order, so answers come in node order
+//! (for one-interval locations renumbered by first def, ascending payload). [`IntervalTree::new_in_order`] keeps the seed's emission layout
 //! (max pruning only), and the tests check both against a brute-force scan.
 //! `make_tree` and `make_max` are iterative (the depth is only log2 n, but no
 //! input size can reach the stack).
 
-use super::problem::Time;
+/// A flat instruction index (seed: `inst[+76]`, 32 bits, so a node is 24 bytes).
+pub type FlatTime = u32;
 
 /// "No child" (the seed's -1).
 pub const NONE: u32 = u32::MAX;
@@ -26,11 +28,11 @@ pub const NONE: u32 = u32::MAX;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IntervalTreeNode {
     /// The interval's upper end (use flat index), inclusive.
-    pub hi: Time,
+    pub hi: FlatTime,
     /// The interval's lower end (def flat index).
-    pub lo: Time,
+    pub lo: FlatTime,
     /// The max `hi` of this node's subtree (set by `make_max`).
-    pub max: Time,
+    pub max: FlatTime,
     /// The Info index of the location the interval belongs to.
     pub payload: u32,
     /// Left child index or [`NONE`].
@@ -46,9 +48,9 @@ pub enum TreeError {
     #[error("interval [{lo}, {hi}] has lo > hi")]
     Inverted {
         /// Its lower end.
-        lo: Time,
+        lo: FlatTime,
         /// Its upper end.
-        hi: Time,
+        hi: FlatTime,
     },
     /// More nodes than 32-bit indices hold.
     #[error("too many intervals ({0}) for 32-bit node indices")]
@@ -67,21 +69,23 @@ pub struct IntervalTree {
 }
 
 impl IntervalTree {
-    /// Builds the tree over `(lo, hi, payload)` triples laid out sorted by `(lo, hi, payload)`.
-    pub fn new(intervals: impl IntoIterator<Item = (Time, Time, u32)>) -> Result<Self, TreeError> {
-        let mut v: Vec<(Time, Time, u32)> = intervals.into_iter().collect();
-        v.sort_unstable();
+    /// Builds the tree over `(lo, hi, payload)` triples laid out sorted by `(lo, payload, hi)`.
+    pub fn new(
+        intervals: impl IntoIterator<Item = (FlatTime, FlatTime, u32)>,
+    ) -> Result<Self, TreeError> {
+        let mut v: Vec<(FlatTime, FlatTime, u32)> = intervals.into_iter().collect();
+        v.sort_unstable_by_key(|&(lo, hi, payload)| (lo, payload, hi));
         Self::build(v, true)
     }
 
     /// Builds the tree in the given (seed emission) order: only the max pruning applies.
     pub fn new_in_order(
-        intervals: impl IntoIterator<Item = (Time, Time, u32)>,
+        intervals: impl IntoIterator<Item = (FlatTime, FlatTime, u32)>,
     ) -> Result<Self, TreeError> {
         Self::build(intervals.into_iter().collect(), false)
     }
 
-    fn build(v: Vec<(Time, Time, u32)>, sorted_by_lo: bool) -> Result<Self, TreeError> {
+    fn build(v: Vec<(FlatTime, FlatTime, u32)>, sorted_by_lo: bool) -> Result<Self, TreeError> {
         if v.len() >= NONE as usize {
             return Err(TreeError::TooMany(v.len()));
         }
@@ -146,7 +150,7 @@ impl IntervalTree {
 
     /// `makeMax(idx)`: CLRS post-order `node.max = max(node.hi, left.max, right.max)`;
     /// returns the subtree max (0 for [`NONE`]). Iterative post-order.
-    pub fn make_max(&mut self, idx: u32) -> Time {
+    pub fn make_max(&mut self, idx: u32) -> FlatTime {
         if idx == NONE {
             return 0;
         }
@@ -202,7 +206,7 @@ impl IntervalTree {
     }
 
     /// `getAllOverlapsWithInterval(lo, hi)`: payloads of every node overlapping `[lo, hi]`.
-    pub fn overlaps_with(&self, lo: Time, hi: Time) -> Vec<u32> {
+    pub fn overlaps_with(&self, lo: FlatTime, hi: FlatTime) -> Vec<u32> {
         let mut out = Vec::new();
         let mut stack = Vec::new();
         self.for_each_overlap(lo, hi, &mut stack, |i| {
@@ -211,34 +215,40 @@ impl IntervalTree {
         out
     }
 
-    /// The DFS itself: calls `f(node index)` for every node overlapping `[lo, hi]`.
+    /// The DFS itself: calls `f(node index)` for every node overlapping `[lo, hi]`,
+    /// in ascending node index (an in-order DFS over the explicit stack).
     ///
-    /// `stack` is scratch space (cleared first) so hot callers do not allocate.
+    /// A subtree is not entered when `lo > node.max` (the seed's pruning). In
+    /// the sorted layout every node after one with `node.lo > hi` starts later
+    /// still, so the walk stops there (the CLRS right-subtree pruning, in
+    /// in-order form). `stack` is scratch space (cleared first).
     pub fn for_each_overlap(
         &self,
-        lo: Time,
-        hi: Time,
+        lo: FlatTime,
+        hi: FlatTime,
         stack: &mut Vec<u32>,
         mut f: impl FnMut(u32),
     ) {
         stack.clear();
-        if self.root != NONE {
-            stack.push(self.root);
-        }
-        while let Some(i) = stack.pop() {
+        let mut cur = self.root;
+        loop {
+            while cur != NONE {
+                let n = &self.nodes[cur as usize];
+                if lo > n.max {
+                    break; // the augmentation's purpose: nothing below reaches q.lo
+                }
+                stack.push(cur);
+                cur = n.left;
+            }
+            let Some(i) = stack.pop() else { return };
             let n = &self.nodes[i as usize];
-            if lo > n.max {
-                continue; // the augmentation's purpose: nothing below reaches q.lo
+            if n.lo > hi && self.sorted_by_lo {
+                return;
             }
             if n.lo <= hi && lo <= n.hi {
                 f(i);
             }
-            if n.left != NONE {
-                stack.push(n.left);
-            }
-            if n.right != NONE && !(self.sorted_by_lo && n.lo > hi) {
-                stack.push(n.right);
-            }
+            cur = n.right;
         }
     }
 }
@@ -248,7 +258,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn brute(t: &IntervalTree, lo: Time, hi: Time) -> Vec<usize> {
+    fn brute(t: &IntervalTree, lo: FlatTime, hi: FlatTime) -> Vec<usize> {
         let mut v: Vec<usize> = (0..t.len())
             .filter(|&i| {
                 let n = t.nodes()[i];
@@ -259,7 +269,7 @@ mod tests {
         v
     }
 
-    fn via_tree(t: &IntervalTree, lo: Time, hi: Time) -> Vec<usize> {
+    fn via_tree(t: &IntervalTree, lo: FlatTime, hi: FlatTime) -> Vec<usize> {
         let mut v = Vec::new();
         t.for_each_overlap(lo, hi, &mut Vec::new(), |i| v.push(i as usize));
         v.sort_unstable();
@@ -313,7 +323,7 @@ mod tests {
 
     #[test]
     fn a_million_nodes_build_without_recursion() {
-        let t = IntervalTree::new((0..1_000_000u64).map(|i| (i, i + 3, i as u32))).expect("tree");
+        let t = IntervalTree::new((0..1_000_000u32).map(|i| (i, i + 3, i))).expect("tree");
         assert_eq!(t.len(), 1_000_000);
         let mut p = t.overlaps_with(500_000, 500_000);
         p.sort_unstable();
@@ -324,10 +334,10 @@ mod tests {
         #![proptest_config(ProptestConfig { cases: 256, rng_seed: proptest::test_runner::RngSeed::Fixed(4), ..ProptestConfig::default() })]
         #[test]
         fn overlaps_equal_a_brute_force_scan(
-            raw in prop::collection::vec((0u64..200, 0u64..40), 0..120),
-            queries in prop::collection::vec((0u64..240, 0u64..60), 1..20),
+            raw in prop::collection::vec((0u32..200, 0u32..40), 0..120),
+            queries in prop::collection::vec((0u32..240, 0u32..60), 1..20),
         ) {
-            let ivs: Vec<(Time, Time, u32)> =
+            let ivs: Vec<(FlatTime, FlatTime, u32)> =
                 raw.iter().enumerate().map(|(i, &(lo, len))| (lo, lo + len, i as u32)).collect();
             let sorted = IntervalTree::new(ivs.iter().copied()).expect("tree");
             let seed = IntervalTree::new_in_order(ivs.iter().copied()).expect("tree");

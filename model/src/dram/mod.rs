@@ -12,7 +12,8 @@
 //! The pieces, in the seed's order: [`interval_tree`] (`makeTree`, `makeMax`,
 //! `getAllOverlaps`), [`interference`] (`build_interval_tree`), [`simplify`]
 //! (the elimination stack), [`search`] (first fit + page-straddle rule),
-//! [`select`] (`renumber_locations`, `select_impl`, the CC-region retry).
+//! [`renumber`] (`renumber_locations`, dense Info ids), [`select`]
+//! (`select_impl`, the CC-region retry).
 
 pub mod checker;
 pub mod csv;
@@ -22,6 +23,7 @@ pub mod generate;
 pub mod interference;
 pub mod interval_tree;
 pub mod problem;
+pub mod renumber;
 pub mod search;
 pub mod select;
 pub mod simplify;
@@ -34,4 +36,5 @@ pub use problem::{
     Problem, Regions, Time, cc_buffer_size, find_start_addr, get_alignment_size, high_water_mark,
     regions,
 };
-pub use select::{Allocation, Info, Metrics, allocate, allocate_naive};
+pub use renumber::{Info, Renumbered, renumber_locations};
+pub use select::{Allocation, Metrics, Oracle, allocate, allocate_naive, allocate_using};

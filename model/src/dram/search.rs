@@ -51,28 +51,51 @@ pub fn free_list(
 ) -> (Vec<AddrInterval>, bool) {
     occupied.sort_unstable_by_key(|r| r.lo);
     let mut free = Vec::new();
+    let mut trailing = false;
+    for_each_gap(occupied, start, ceiling, |g, t| {
+        free.push(g);
+        trailing = t;
+        true
+    });
+    (free, trailing)
+}
+
+/// Calls `f(gap, is_trailing)` for each gap of the free list of `sorted`
+/// (occupied ranges sorted by `lo`), lowest first, while `f` returns true.
+fn for_each_gap(
+    sorted: &[AddrInterval],
+    start: u64,
+    ceiling: u64,
+    mut f: impl FnMut(AddrInterval, bool) -> bool,
+) {
     let mut prev_end = start;
-    for r in occupied.iter() {
+    for r in sorted {
         if prev_end >= ceiling {
-            break;
+            return;
         }
         let lo = r.lo.min(ceiling);
-        if lo > prev_end {
-            free.push(AddrInterval {
-                lo: prev_end,
-                hi: lo,
-            });
+        if lo > prev_end
+            && !f(
+                AddrInterval {
+                    lo: prev_end,
+                    hi: lo,
+                },
+                false,
+            )
+        {
+            return;
         }
         prev_end = prev_end.max(r.hi);
     }
-    let trailing = prev_end < ceiling;
-    if trailing {
-        free.push(AddrInterval {
-            lo: prev_end,
-            hi: ceiling,
-        });
+    if prev_end < ceiling {
+        f(
+            AddrInterval {
+                lo: prev_end,
+                hi: ceiling,
+            },
+            true,
+        );
     }
-    (free, trailing)
 }
 
 /// The seed's gap test and two-arm placement for one gap `[lo, hi)`.
@@ -104,34 +127,40 @@ pub fn place_in_gap(lo: u64, hi: u64, size: u64, align: u64, multiple: u64) -> O
 
 /// `search`: the address for a node of `size` bytes, or `Err(largest free gap)`.
 ///
+/// Sorts `occupied` by `lo` and walks the free list without materializing it.
 /// A zero-size node (the seed's formula would underflow) takes the lowest
 /// admissible address at or above `start`; it occupies no byte.
 pub fn search(occupied: &mut [AddrInterval], size: u64, p: &SearchParams) -> Result<u64, u64> {
-    let (free, trailing) = free_list(occupied, p.start, p.ceiling);
-    let largest = free.iter().map(|g| g.hi - g.lo).max().unwrap_or(0);
-    if size == 0 {
-        return match p.start.checked_next_multiple_of(p.multiple.max(1)) {
-            Some(a) if a <= p.ceiling => Ok(a),
-            _ => Err(largest),
-        };
-    }
+    occupied.sort_unstable_by_key(|r| r.lo);
+    let mut largest = 0u64;
     let mut best: Option<(bool, u64, u64, bool)> = None; // (is_trailing, gap size, address, bumped)
-    for (i, g) in free.iter().enumerate() {
+    for_each_gap(occupied, p.start, p.ceiling, |g, trailing| {
+        largest = largest.max(g.hi - g.lo);
+        if size == 0 {
+            return true;
+        }
         let Some((addr, bumped)) = place_in_gap(g.lo, g.hi, size, p.align, p.multiple) else {
-            continue; // advance to the next gap
+            return true; // advance to the next gap
         };
-        let key = (trailing && i + 1 == free.len(), g.hi - g.lo, addr, bumped);
+        let key = (trailing, g.hi - g.lo, addr, bumped);
         match p.fit {
             Fit::First => {
                 best = Some(key);
-                break;
+                false
             }
             Fit::Best => {
                 if best.is_none_or(|b| (key.0, key.1, key.2) < (b.0, b.1, b.2)) {
                     best = Some(key);
                 }
+                true
             }
         }
+    });
+    if size == 0 {
+        return match p.start.checked_next_multiple_of(p.multiple.max(1)) {
+            Some(a) if a <= p.ceiling => Ok(a),
+            _ => Err(largest),
+        };
     }
     match best {
         Some((_, _, addr, bumped)) => {

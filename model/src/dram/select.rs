@@ -1,69 +1,12 @@
-//! `renumber_locations`, `select_impl` and the [`allocate`] entry point of the
-//! allocation core (seed 004, "select and select_impl", "CC-Buffer Auto-Sizing").
+//! `select_impl` and the [`allocate`] entry point of the allocation core
+//! (seed 004, "select and select_impl", "CC-Buffer Auto-Sizing").
 
 use super::error::AllocError;
-use super::interference::{Interference, PairScan, TreeInterference};
+use super::interference::{Cached, DEFAULT_CACHE_BUDGET, Interference, PairScan, TreeInterference};
 use super::problem::{AllocConfig, Order, Problem, Regions, regions};
+use super::renumber::{Renumbered, renumber_locations};
 use super::search::{AddrInterval, Fit, SearchParams, search};
 use super::simplify::{simplify, size_order};
-
-/// An Info record: what select_impl needs per location.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Info {
-    /// `alignedSize` (Info[+0]).
-    pub aligned_size: u64,
-    /// Pre-placed at a fixed address (Info[+46]).
-    pub pinned: bool,
-    /// An operand of a collective op: placed in the CC-buffer region.
-    pub collective: bool,
-}
-
-/// `renumber_locations`: validates every location and computes its Info record.
-///
-/// Rejects (typed) a zero alignment or address multiple, an aligned size or
-/// pinned end that overflows, an interval with def after use, and a movable
-/// location without intervals (seed: dram_build.cpp:61 asserts
-/// `def_use_vec.size() > 0 || pinned`).
-pub fn renumber_locations(problem: &Problem) -> Result<Vec<Info>, AllocError> {
-    let collective = problem.collective_flags();
-    let mut infos = Vec::with_capacity(problem.locations.len());
-    for (i, l) in problem.locations.iter().enumerate() {
-        let name = || l.name.clone();
-        if l.alignment == 0 || l.address_multiple == 0 {
-            return Err(AllocError::BadAlignment { name: name() });
-        }
-        let aligned_size = l
-            .aligned_size()
-            .ok_or_else(|| AllocError::SizeOverflow { name: name() })?;
-        if let Some(a) = l.fixed_address {
-            a.checked_add(aligned_size)
-                .ok_or_else(|| AllocError::PinnedOverflow { name: name() })?;
-        } else if l.intervals.is_empty() {
-            return Err(AllocError::NoIntervals { name: name() });
-        }
-        if let Some(iv) = l.intervals.iter().find(|iv| iv.def > iv.last_use) {
-            return Err(AllocError::BadInterval {
-                name: name(),
-                def: iv.def,
-                last_use: iv.last_use,
-            });
-        }
-        infos.push(Info {
-            aligned_size,
-            pinned: l.fixed_address.is_some(),
-            collective: collective[i],
-        });
-    }
-    for (index, op) in problem.cc_operands.iter().enumerate() {
-        if op.location >= problem.locations.len() {
-            return Err(AllocError::BadCcOperand {
-                index,
-                location: op.location,
-            });
-        }
-    }
-    Ok(infos)
-}
 
 /// The reported metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -89,48 +32,91 @@ pub struct Metrics {
 /// A successful allocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Allocation {
-    /// The address of every location, by index (pinned ones keep theirs).
+    /// The address of every location, by problem index (pinned ones keep theirs).
     pub addresses: Vec<u64>,
-    /// Whether each location was placed in the CC-buffer region.
+    /// Whether each location (by problem index) was placed in the CC-buffer region.
     pub in_cc_region: Vec<bool>,
-    /// The elimination stack select_impl popped (back first).
+    /// The elimination stack select_impl popped (back first), as problem indices.
     pub stack: Vec<u32>,
     /// The metrics.
     pub metrics: Metrics,
 }
 
-/// Allocates `problem` with the interval tree: validate, build the tree, order, `select_impl`.
+/// Allocates `problem` with the interval tree: renumber, build the tree, order, `select_impl`.
 pub fn allocate(problem: &Problem, config: &AllocConfig) -> Result<Allocation, AllocError> {
-    let infos = renumber_locations(problem)?;
-    let mut oracle = TreeInterference::new(problem)?;
-    run(problem, config, &infos, &mut oracle)
+    allocate_using(problem, config, Oracle::Tree, true)
 }
 
-/// The naive allocator: the same order and `search`, interference by scanning all pairs.
+/// The naive allocator: the same order, cache and `search`; interference by scanning all pairs.
 pub fn allocate_naive(problem: &Problem, config: &AllocConfig) -> Result<Allocation, AllocError> {
-    let infos = renumber_locations(problem)?;
-    run(problem, config, &infos, &mut PairScan::new(problem))
+    allocate_using(problem, config, Oracle::PairScan, true)
+}
+
+/// Which interference oracle [`allocate_using`] asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Oracle {
+    /// The interval tree (the seed's `getAllOverlaps`).
+    Tree,
+    /// A scan over every other location (the naive baseline).
+    PairScan,
+}
+
+/// Allocates with the given oracle, behind the neighbour cache or asked afresh
+/// every time (`cached == false`: three queries per location). All four
+/// combinations give the same placement.
+pub fn allocate_using(
+    problem: &Problem,
+    config: &AllocConfig,
+    oracle: Oracle,
+    cached: bool,
+) -> Result<Allocation, AllocError> {
+    let r = renumber_locations(problem)?;
+    match (oracle, cached) {
+        (Oracle::Tree, true) => {
+            let tree = TreeInterference::new(&r)?;
+            run(
+                problem,
+                config,
+                &r,
+                &mut Cached::new(tree, r.len(), DEFAULT_CACHE_BUDGET),
+            )
+        }
+        (Oracle::Tree, false) => run(problem, config, &r, &mut TreeInterference::new(&r)?),
+        (Oracle::PairScan, true) => {
+            let scan = PairScan::new(&r);
+            run(
+                problem,
+                config,
+                &r,
+                &mut Cached::new(scan, r.len(), DEFAULT_CACHE_BUDGET),
+            )
+        }
+        (Oracle::PairScan, false) => run(problem, config, &r, &mut PairScan::new(&r)),
+    }
 }
 
 fn run(
     problem: &Problem,
     config: &AllocConfig,
-    infos: &[Info],
+    r: &Renumbered,
     oracle: &mut impl Interference,
 ) -> Result<Allocation, AllocError> {
     if config.page == 0 {
         return Err(AllocError::BadPage);
     }
-    let r = regions(config, problem)?;
-    let pinned: Vec<bool> = infos.iter().map(|i| i.pinned).collect();
+    let regions = regions(config, problem)?;
+    let pinned = r.pinned();
     let stack = match config.order {
         Order::Seed => simplify(&pinned, oracle),
         Order::Size => {
-            let sizes: Vec<u64> = infos.iter().map(|i| i.aligned_size).collect();
-            let spans: Vec<u64> = problem
-                .locations
-                .iter()
-                .map(|l| l.intervals.iter().map(|iv| iv.last_use - iv.def + 1).sum())
+            let sizes: Vec<u64> = r.infos.iter().map(|i| i.aligned_size).collect();
+            let spans: Vec<u64> = (0..r.len())
+                .map(|i| {
+                    let loc = &problem.locations[r.infos[i].location as usize];
+                    loc.intervals.iter().fold(0u64, |s, iv| {
+                        s.saturating_add((iv.last_use - iv.def).saturating_add(1))
+                    })
+                })
                 .collect();
             size_order(&pinned, &sizes, &spans)
         }
@@ -139,11 +125,57 @@ fn run(
         Order::Seed => Fit::First,
         Order::Size => Fit::Best,
     };
-    let mut a = select_impl(problem, infos, oracle, &stack, &r, config.page, fit)?;
-    a.metrics.reserved_space = config.hwm;
-    a.metrics.num_intervals = problem.locations.iter().map(|l| l.intervals.len()).sum();
-    a.stack = stack;
-    Ok(a)
+    let dense = select_impl(r, oracle, &stack, &regions, config.page, fit).map_err(
+        |(id, size, largest_gap)| AllocError::OutOfSpace {
+            name: problem.locations[r.infos[id].location as usize]
+                .name
+                .clone(),
+            size,
+            largest_gap,
+        },
+    )?;
+    // Back from dense ids to problem indices.
+    let n = r.len();
+    let mut addresses = vec![0u64; n];
+    let mut in_cc_region = vec![false; n];
+    for (id, info) in r.infos.iter().enumerate() {
+        addresses[info.location as usize] = dense.addresses[id];
+        in_cc_region[info.location as usize] = dense.in_cc[id];
+    }
+    let end = |id: usize| dense.addresses[id] + r.infos[id].aligned_size;
+    let peak = (0..n).map(end).max().unwrap_or(0);
+    let allreduce_dram_hwm = (0..n)
+        .filter(|&i| dense.in_cc[i])
+        .map(end)
+        .max()
+        .unwrap_or(0);
+    Ok(Allocation {
+        addresses,
+        in_cc_region,
+        stack: stack
+            .iter()
+            .map(|&id| r.infos[id as usize].location)
+            .collect(),
+        metrics: Metrics {
+            reserved_space: config.hwm,
+            start: regions.start,
+            cc_base: regions.cc_base,
+            cc_limit: regions.cc_limit,
+            real_cc_buffer_size: allreduce_dram_hwm.saturating_sub(regions.cc_base),
+            allreduce_dram_hwm,
+            peak,
+            num_intervals: r.num_intervals(),
+        },
+    })
+}
+
+/// select_impl's result by dense id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DensePlacement {
+    /// Address per dense id.
+    pub addresses: Vec<u64>,
+    /// Whether each dense id was placed in the CC-buffer region.
+    pub in_cc: Vec<bool>,
 }
 
 /// `select_impl`: pop `stack` back-to-front, place each node by `search` among
@@ -152,52 +184,52 @@ fn run(
 /// See [`regions`] for the layout: a collective buffer is searched in
 /// `[cc_base, ceiling)`; any other node in `[start, cc_base)` and, if it does
 /// not fit below the CC-buffer ceiling, again in `[cc_base, ceiling)` (mark
-/// `dram.cc_region_retry`). Nothing fits: [`AllocError::OutOfSpace`].
+/// `dram.cc_region_retry`). When nothing fits: `Err((dense id, aligned size,
+/// largest free gap))`, which [`allocate`] turns into [`AllocError::OutOfSpace`].
 pub fn select_impl(
-    problem: &Problem,
-    infos: &[Info],
+    r: &Renumbered,
     oracle: &mut impl Interference,
     stack: &[u32],
-    r: &Regions,
+    regions: &Regions,
     page: u64,
     fit: Fit,
-) -> Result<Allocation, AllocError> {
-    let n = infos.len();
+) -> Result<DensePlacement, (usize, u64, u64)> {
+    let n = r.len();
     let mut addresses = vec![0u64; n];
-    let mut placed = vec![false; n];
-    for (i, l) in problem.locations.iter().enumerate() {
-        if let Some(a) = l.fixed_address {
-            addresses[i] = a;
-            placed[i] = true;
+    // The byte range each placed location occupies; empty (lo == hi) while unplaced.
+    let mut range = vec![AddrInterval { lo: 0, hi: 0 }; n];
+    for (id, info) in r.infos.iter().enumerate() {
+        if let Some(a) = info.fixed_address {
+            addresses[id] = a;
+            range[id] = AddrInterval {
+                lo: a,
+                hi: a + info.aligned_size,
+            };
         }
     }
     let mut in_cc = vec![false; n];
-    let mut nb = Vec::new();
     let mut occupied: Vec<AddrInterval> = Vec::new();
     for &v in stack.iter().rev() {
         let vi = v as usize;
-        let info = infos[vi];
-        oracle.neighbours(v, &mut nb);
+        let info = r.infos[vi];
         occupied.clear();
-        for &u in &nb {
-            let (ui, size) = (u as usize, infos[u as usize].aligned_size);
-            if placed[ui] && size > 0 {
-                occupied.push(AddrInterval {
-                    lo: addresses[ui],
-                    hi: addresses[ui] + size,
-                });
-            }
-        }
+        occupied.extend(
+            oracle
+                .neighbours(v)
+                .iter()
+                .map(|&u| range[u as usize])
+                .filter(|g| g.hi > g.lo),
+        );
         let general = SearchParams {
-            start: r.start,
-            ceiling: r.cc_base,
+            start: regions.start,
+            ceiling: regions.cc_base,
             align: page,
-            multiple: problem.locations[vi].address_multiple,
+            multiple: info.address_multiple,
             fit,
         };
         let cc = SearchParams {
-            start: r.cc_base,
-            ceiling: r.ceiling,
+            start: regions.cc_base,
+            ceiling: regions.ceiling,
             ..general
         };
         let result = if info.collective {
@@ -205,7 +237,7 @@ pub fn select_impl(
         } else {
             match search(&mut occupied, info.aligned_size, &general) {
                 Ok(a) => Ok((a, false)),
-                Err(g1) if r.cc_base < r.ceiling => {
+                Err(g1) if regions.cc_base < regions.ceiling => {
                     crate::marks::hit("dram.cc_region_retry");
                     search(&mut occupied, info.aligned_size, &cc)
                         .map(|a| (a, true))
@@ -214,37 +246,13 @@ pub fn select_impl(
                 Err(g1) => Err(g1),
             }
         };
-        match result {
-            Ok((a, cc_placed)) => {
-                addresses[vi] = a;
-                placed[vi] = true;
-                in_cc[vi] = cc_placed;
-            }
-            Err(largest_gap) => {
-                return Err(AllocError::OutOfSpace {
-                    name: problem.locations[vi].name.clone(),
-                    size: info.aligned_size,
-                    largest_gap,
-                });
-            }
-        }
+        let (a, cc_placed) = result.map_err(|gap| (vi, info.aligned_size, gap))?;
+        addresses[vi] = a;
+        range[vi] = AddrInterval {
+            lo: a,
+            hi: a + info.aligned_size,
+        };
+        in_cc[vi] = cc_placed;
     }
-    let end = |i: usize| addresses[i] + infos[i].aligned_size;
-    let peak = (0..n).map(end).max().unwrap_or(0);
-    let allreduce_dram_hwm = (0..n).filter(|&i| in_cc[i]).map(end).max().unwrap_or(0);
-    let metrics = Metrics {
-        start: r.start,
-        cc_base: r.cc_base,
-        cc_limit: r.cc_limit,
-        real_cc_buffer_size: allreduce_dram_hwm.saturating_sub(r.cc_base),
-        allreduce_dram_hwm,
-        peak,
-        ..Metrics::default()
-    };
-    Ok(Allocation {
-        addresses,
-        in_cc_region: in_cc,
-        stack: Vec::new(),
-        metrics,
-    })
+    Ok(DensePlacement { addresses, in_cc })
 }
