@@ -4,11 +4,16 @@
 //! aligned sizes, the HWM floor, the CC-buffer ceiling and interval
 //! intersection itself, from the problem and the config alone.
 //!
+//! The page rule it checks is the seed's: a location of at most one page must
+//! not straddle a page boundary; a larger one takes the raw gap start, which
+//! leaves nothing to check.
+//!
 //! It returns every violation, never stopping at the first. [`Violation`] is
 //! `#[non_exhaustive]`: the IR-level checker (instructions -> intervals, shared
 //! location equalization) adds its own variants.
 
-use super::problem::{AllocConfig, Problem};
+use super::config::AllocConfig;
+use super::problem::Problem;
 
 /// One broken rule. Locations are named by index and name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

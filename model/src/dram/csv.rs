@@ -6,6 +6,8 @@
 //! must be a multiple of it) and `offset` (a fixed position; an empty cell
 //! means none) optional; unknown columns are carried through. Lifespans are
 //! half-open `[lower, upper)` and become the inclusive `[lower, upper - 1]`.
+//! Fields are split on commas and trimmed; quoting is not supported (the
+//! benchmark files have none). Blank lines are skipped.
 
 use std::collections::BTreeSet;
 

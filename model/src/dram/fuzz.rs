@@ -10,11 +10,9 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::checker::check;
+use super::config::{AllocConfig, Order, cc_buffer_size};
 use super::error::AllocError;
-use super::problem::{
-    AllocConfig, CcOperand, DRAM_PAGE, LiveInterval, Location, Order, Problem, cc_buffer_size,
-    round_up,
-};
+use super::problem::{CcOperand, DRAM_PAGE, LiveInterval, Location, Problem, round_up};
 use super::select::allocate;
 
 /// What one fuzz input did.

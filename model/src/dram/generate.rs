@@ -6,9 +6,9 @@
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::config::{AllocConfig, Order, cc_buffer_size};
 use super::problem::{
-    AllocConfig, CcOperand, DRAM_PAGE, LiveInterval, Location, Order, Problem, find_start_addr,
-    round_up,
+    CcOperand, DRAM_PAGE, LiveInterval, Location, Problem, find_start_addr, round_up,
 };
 
 /// A benchmark problem with `n_intervals` intervals (about 10% of the locations
@@ -123,11 +123,7 @@ pub fn random_case(seed: u64) -> (Problem, AllocConfig) {
     };
     let mib = [-1i64, 0, 1][rng.random_range(0..3)];
     let cc_limit = match mib {
-        -1 => round_up(
-            super::problem::cc_buffer_size(&problem).unwrap_or(0),
-            DRAM_PAGE,
-        )
-        .unwrap_or(0),
+        -1 => round_up(cc_buffer_size(&problem).unwrap_or(0), DRAM_PAGE).unwrap_or(0),
         m => (m as u64) << 20,
     };
     let total: u64 = problem

@@ -238,8 +238,13 @@ mod tests {
         assert_eq!(t.neighbours(0), &[1, 3]);
         // The cache answers the same, and past its budget forwards the same.
         for budget in [100, 3] {
+            let rec = crate::marks::Recorder::start();
             let mut c = Cached::new(TreeInterference::new(&r).expect("tree"), 4, budget);
             assert_eq!(c.is_complete(), budget == 100);
+            assert_eq!(
+                rec.hits("dram.neighbour_cache_over_budget"),
+                u64::from(budget == 3)
+            );
             for v in 0..4 {
                 assert_eq!(
                     c.neighbours(v),

@@ -278,7 +278,7 @@ mod tests {
 
     #[test]
     fn shape_is_the_midpoint_recursion() {
-        let t = IntervalTree::new_in_order((0..7).map(|i| (i, i, i as u32))).expect("tree");
+        let t = IntervalTree::new_in_order((0..7u32).map(|i| (i, i, i))).expect("tree");
         assert_eq!(t.root(), 3);
         let n = t.nodes();
         assert_eq!((n[3].left, n[3].right), (1, 5));

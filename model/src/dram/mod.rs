@@ -16,6 +16,7 @@
 //! (`select_impl`, the CC-region retry).
 
 pub mod checker;
+pub mod config;
 pub mod csv;
 pub mod error;
 pub mod fuzz;
@@ -30,11 +31,11 @@ pub mod simplify;
 pub mod svg;
 
 pub use checker::{Violation, check};
+pub use config::{AllocConfig, Order, Regions, cc_buffer_size, regions};
 pub use error::AllocError;
 pub use problem::{
-    AllocConfig, CcOperand, DRAM_PAGE, LiveInterval, Location, MemoryType, Order, PassOptions,
-    Problem, Regions, Time, cc_buffer_size, find_start_addr, get_alignment_size, high_water_mark,
-    regions,
+    CcOperand, DRAM_PAGE, LiveInterval, Location, MemoryType, PassOptions, Problem, Time,
+    find_start_addr, get_alignment_size, high_water_mark,
 };
 pub use renumber::{Info, Renumbered, renumber_locations};
 pub use select::{Allocation, Metrics, Oracle, allocate, allocate_naive, allocate_using};

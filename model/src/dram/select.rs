@@ -1,9 +1,10 @@
 //! `select_impl` and the [`allocate`] entry point of the allocation core
 //! (seed 004, "select and select_impl", "CC-Buffer Auto-Sizing").
 
+use super::config::{AllocConfig, Order, Regions, regions};
 use super::error::AllocError;
 use super::interference::{Cached, DEFAULT_CACHE_BUDGET, Interference, PairScan, TreeInterference};
-use super::problem::{AllocConfig, Order, Problem, Regions, regions};
+use super::problem::Problem;
 use super::renumber::{Renumbered, renumber_locations};
 use super::search::{AddrInterval, Fit, SearchParams, search};
 use super::simplify::{simplify, size_order};
