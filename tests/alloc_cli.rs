@@ -195,6 +195,16 @@ fn bad_csv_is_one_line_with_file_and_line_and_exit_3() {
     }
     let o = lncsim(&["alloc", "/nonexistent/x.csv"]);
     assert_eq!(o.status.code(), Some(3));
+    let bin = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("alloc_cli_{}_bin.csv", std::process::id()));
+    std::fs::write(&bin, b"id,lower,upper,size\n\xff\n").expect("write");
+    let o = lncsim(&["alloc", bin.to_str().expect("path")]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains("not UTF-8 text (invalid byte at offset 20)"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

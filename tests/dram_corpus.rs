@@ -8,7 +8,9 @@ use lncsim_model::dram::fuzz::{Outcome, dram_alloc, seed_corpus};
 
 #[test]
 fn corpus_is_generated_by_our_code_and_runs_clean() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus").join("dram_alloc");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("corpus")
+        .join("dram_alloc");
     let want = seed_corpus();
     if std::env::var("LNCSIM_WRITE_CORPUS").as_deref() == Ok("1") {
         std::fs::create_dir_all(&dir).expect("create corpus dir");

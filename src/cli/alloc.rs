@@ -14,7 +14,7 @@ use clap::{Args, ValueEnum};
 use lncsim_model::dram::{AllocConfig, AllocError, Order, allocate, check, csv, svg};
 use serde::Serialize;
 
-use super::{CliError, EXIT_OK, read_text, write_file};
+use super::{CliError, EXIT_OK, read_bytes, write_file};
 
 /// The assignment order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -91,7 +91,12 @@ pub fn run(args: &AllocArgs) -> Result<ExitCode, CliError> {
     if args.out.is_some() && args.out == args.svg {
         return Err(CliError::Usage("--out and --svg name the same file".into()));
     }
-    let text = read_text(&args.file)?;
+    let text = String::from_utf8(read_bytes(&args.file)?).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        CliError::BadInput(format!(
+            "{shown}: not UTF-8 text (invalid byte at offset {at})"
+        ))
+    })?;
     let parsed = csv::parse(&shown, &text).map_err(|e| CliError::BadInput(e.to_string()))?;
     let problem = parsed.to_problem(args.align);
     let bad = |e: AllocError| CliError::BadInput(format!("{shown}: {e}"));
