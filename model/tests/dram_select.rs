@@ -2,8 +2,8 @@
 //! retry, reuse, the page-straddle bump, out-of-space and input validation.
 
 use lncsim_model::dram::{
-    AllocConfig, AllocError, CcOperand, LiveInterval, Location, Order, Problem, allocate,
-    allocate_naive, check, generate, high_water_mark,
+    AllocConfig, AllocError, CcOperand, LiveInterval, Location, Oracle, Order, Problem, allocate,
+    allocate_naive, allocate_using, check, generate, high_water_mark,
 };
 use lncsim_model::marks::Recorder;
 
@@ -241,7 +241,15 @@ fn invalid_problems_are_typed_errors() {
 fn the_naive_allocator_agrees_with_the_tree() {
     for seed in 0..64 {
         let (p, c) = generate::random_case(seed);
-        assert_eq!(allocate(&p, &c), allocate_naive(&p, &c), "seed {seed}");
+        let a = allocate(&p, &c);
+        assert_eq!(a, allocate_naive(&p, &c), "seed {seed}");
+        for oracle in [Oracle::Tree, Oracle::PairScan] {
+            assert_eq!(
+                a,
+                allocate_using(&p, &c, oracle, false),
+                "seed {seed} {oracle:?} uncached"
+            );
+        }
     }
     for order in [Order::Seed, Order::Size] {
         let p = generate::bench_problem(7, 2000, 16);
