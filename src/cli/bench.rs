@@ -1,14 +1,19 @@
-//! `lncsim bench ...`: benchmarks that print their figures and comparisons in one run.
+//! `lncsim bench <what>`: speed benchmarks that print their figures next to
+//! their targets in one run (medians and ratios). Each benchmark lives in its
+//! own file (`bench_<what>.rs`); this file only groups them.
 
 use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use super::{CliError, bench_neff};
+use super::{CliError, bench_alloc, bench_neff};
 
-/// The `bench` subcommands (others, e.g. `alloc`, are added here).
+/// The benchmarks.
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
+    /// The DRAM allocator: generated problems of 1k..1M intervals, the naive
+    /// all-pairs baseline at 10k, and every MiniMalloc file in both orders.
+    Alloc(bench_alloc::BenchAllocArgs),
     /// Full NEFF parse vs bare flate2 + tar inflate-and-walk of the same ~50 MB NEFF.
     Neff(bench_neff::BenchNeffArgs),
 }
@@ -16,6 +21,7 @@ pub enum BenchCommand {
 /// Runs one benchmark.
 pub fn run(c: BenchCommand) -> Result<ExitCode, CliError> {
     match c {
+        BenchCommand::Alloc(a) => bench_alloc::run(&a),
         BenchCommand::Neff(a) => bench_neff::run(a),
     }
 }

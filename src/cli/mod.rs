@@ -5,7 +5,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod alloc;
 mod bench;
+mod bench_alloc;
 mod bench_neff;
 mod fmt;
 mod gen_cmd;
@@ -51,6 +53,8 @@ pub enum Command {
     /// Benchmarks that print their figures and target comparisons.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Allocate a MiniMalloc CSV problem with the DRAM allocator and check it.
+    Alloc(alloc::AllocArgs),
 }
 
 /// A command's failure: one line for the user and an exit status.
@@ -127,5 +131,6 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Run(a) => run::run(a),
         Command::Neff(c) => neff::run(c),
         Command::Bench(c) => bench::run(c),
+        Command::Alloc(a) => alloc::run(&a),
     }
 }
