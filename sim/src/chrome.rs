@@ -1,0 +1,97 @@
+//! The Chrome trace-event writer (JSON object format, which ui.perfetto.dev
+//! and chrome://tracing open): one process per core, one thread per engine,
+//! one thread per DMA queue, records and transfers as complete (`X`) events,
+//! barriers as flow events (`s` at each earlier arrival, `f` at the release on
+//! the last arriver's track). Timestamps are microseconds with nanosecond
+//! decimals, as the format asks.
+
+use std::io::Write;
+
+use lncsim_model::ir::Engine;
+use serde_json::{Value, json};
+
+use crate::queue::Time;
+use crate::trace::{Trace, TraceEvent};
+
+/// Thread id of DMA queue `q` (engines are 0..5).
+pub const DMA_TID_BASE: u32 = 16;
+
+fn us(t: Time) -> f64 {
+    t as f64 / 1000.0
+}
+
+fn pid(core_ix: u32) -> u32 {
+    core_ix + 1
+}
+
+fn tid(e: Engine) -> u32 {
+    e.index() as u32
+}
+
+fn span(name: String, cat: &str, core_ix: u32, tid: u32, start: Time, end: Time, args: Value) -> Value {
+    json!({
+        "ph": "X", "name": name, "cat": cat, "pid": pid(core_ix), "tid": tid,
+        "ts": us(start), "dur": us(end.saturating_sub(start)), "args": args,
+    })
+}
+
+impl Trace {
+    /// The trace as a Chrome trace-event JSON object.
+    pub fn to_chrome_json(&self) -> Value {
+        let mut ev: Vec<Value> = Vec::new();
+        for (ix, c) in self.cores.iter().enumerate() {
+            let p = pid(ix as u32);
+            ev.push(json!({"ph": "M", "name": "process_name", "pid": p, "args": {"name": format!("core {} (tpb {})", c.core, c.tpb)}}));
+            ev.push(json!({"ph": "M", "name": "process_sort_index", "pid": p, "args": {"sort_index": ix}}));
+            for e in Engine::ALL {
+                ev.push(json!({"ph": "M", "name": "thread_name", "pid": p, "tid": tid(e), "args": {"name": format!("{e:?}")}}));
+            }
+            for (q, name) in c.queues.iter().enumerate() {
+                let t = DMA_TID_BASE + q as u32;
+                ev.push(json!({"ph": "M", "name": "thread_name", "pid": p, "tid": t, "args": {"name": format!("dma {name}")}}));
+            }
+        }
+        let mut flow = 0u64;
+        for e in &self.events {
+            match e {
+                TraceEvent::Instr { core_ix, engine, pc, debug_id, op, start, end } => {
+                    let name = op.map_or_else(|| "illegal".to_string(), |o| format!("{o:?}"));
+                    ev.push(span(
+                        name,
+                        "instr",
+                        *core_ix,
+                        tid(*engine),
+                        *start,
+                        *end,
+                        json!({"pc": pc, "debug_id": debug_id}),
+                    ));
+                }
+                TraceEvent::Dma { core_ix, queue, engine, bytes, start, end } => {
+                    let args = json!({"bytes": bytes, "engine": format!("{engine:?}")});
+                    ev.push(span("dma".into(), "dma", *core_ix, DMA_TID_BASE + queue, *start, *end, args));
+                }
+                TraceEvent::SemWait { core_ix, engine, sem, start, end } => {
+                    ev.push(span(format!("wait sem {sem}"), "wait", *core_ix, tid(*engine), *start, *end, json!({})));
+                }
+                TraceEvent::Stall { core_ix, engine, start, end } => {
+                    ev.push(span("stalled".into(), "fault", *core_ix, tid(*engine), *start, *end, json!({})));
+                }
+                TraceEvent::Barrier { group, arrivals, release } => {
+                    let Some(&(lc, le, _)) = arrivals.last() else { continue };
+                    let name = format!("barrier group {group}");
+                    for &(c, e, t) in &arrivals[..arrivals.len() - 1] {
+                        flow += 1;
+                        ev.push(json!({"ph": "s", "id": flow, "name": name, "cat": "barrier", "pid": pid(c), "tid": tid(e), "ts": us(t)}));
+                        ev.push(json!({"ph": "f", "bp": "e", "id": flow, "name": name, "cat": "barrier", "pid": pid(lc), "tid": tid(le), "ts": us(*release)}));
+                    }
+                }
+            }
+        }
+        json!({"traceEvents": ev, "displayTimeUnit": "ns"})
+    }
+
+    /// Writes the Chrome trace-event JSON to `w`.
+    pub fn write_chrome(&self, w: impl Write) -> std::io::Result<()> {
+        serde_json::to_writer(w, &self.to_chrome_json()).map_err(std::io::Error::other)
+    }
+}

@@ -1,0 +1,52 @@
+//! Address equalization (issue 7, item 3c; DESIGN.md invariant 1, "at run
+//! time every core's access to a shared tensor hits the same physical
+//! address"). Statically, every core's var of one shared tensor (a `Virtual`
+//! var over the `SharedScratch`, identified by name) and every core's shared
+//! scratch itself must have the same (address, size); at run time, an access
+//! through a core's var of a shared tensor is compared with the address the
+//! same access has on the first core declaring the tensor.
+
+use std::collections::BTreeMap;
+
+use crate::program::CoreInfo;
+use crate::vars::VarTable;
+use crate::violation::Violation;
+
+/// One `Unequal` per var that disagrees with the first core's var of the same shared tensor.
+pub(crate) fn unequal_vars(vars: &VarTable, cores: &[CoreInfo]) -> Vec<Violation> {
+    let mut first: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (g, v) in vars.vars.iter().enumerate() {
+        if !v.equalized {
+            continue;
+        }
+        let f = *first.entry(v.owner).or_insert(g);
+        let fv = &vars.vars[f];
+        if (fv.pa, fv.size) != (v.pa, v.size) {
+            let core = |ix: u32| cores.get(ix as usize).map_or(ix, |c| c.core);
+            out.push(Violation::Unequal {
+                name: v.name.clone(),
+                first: (core(fv.core_ix), fv.pa, fv.size),
+                other: (core(v.core_ix), v.pa, v.size),
+            });
+        }
+    }
+    out
+}
+
+/// Where an access at `pa` through a var at `var_pa` lands on the first core,
+/// whose var of the same tensor is at `canonical_pa`: `None` when equal.
+pub(crate) fn canonical_access(pa: u64, var_pa: u64, canonical_pa: u64) -> Option<u64> {
+    (var_pa != canonical_pa).then(|| pa.wrapping_sub(var_pa).wrapping_add(canonical_pa))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_access_maps_offsets() {
+        assert_eq!(canonical_access(0x1010, 0x1000, 0x1000), None);
+        assert_eq!(canonical_access(0x1010, 0x1000, 0x2000), Some(0x2010));
+    }
+}

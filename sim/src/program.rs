@@ -1,0 +1,226 @@
+//! Everything static about a run, built once from the device and the core
+//! images: each engine's records fetched from device memory at its
+//! `StreamImage` address and decoded (DESIGN.md, "Execution": a relocation
+//! bug changes what runs), each DMA ring read and decoded, the mirrored HBM,
+//! the var table, and for every access its mirror location, its var and the
+//! shadow segments it covers.
+//!
+//! Shadow segments: the boundaries of every access and every preset var cut
+//! the address space into elementary intervals; every access covers a
+//! contiguous run of them, computed here once, so the checks at run time
+//! index a vector and never search or split.
+
+use std::collections::BTreeMap;
+
+use lncsim_model::codegen::record::{DESCRIPTOR_SIZE, DeviceDescriptor, RECORD_SIZE};
+use lncsim_model::ir::Engine;
+use lncsim_model::load::{CoreImage, Device};
+
+use crate::SimError;
+use crate::cost::CostModel;
+use crate::decode::{DecodeCtx, Instr, decode};
+use crate::equalize::canonical_access;
+use crate::hbm::Hbm;
+use crate::ownership::outside_var;
+use crate::vars::{NONE, VarTable};
+
+/// One engine's decoded stream.
+#[derive(Debug)]
+pub(crate) struct Stream {
+    pub core_ix: u32,
+    pub engine: Engine,
+    pub instrs: Vec<Instr>,
+}
+
+/// The values some wait asks of one semaphore, and how many waits ask each.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SemPlan {
+    pub wanted: Vec<u32>,
+    pub waits: Vec<u32>,
+}
+
+/// What the run needs to know about one core.
+#[derive(Clone, Debug)]
+pub(crate) struct CoreInfo {
+    pub core: u32,
+    pub tpb: u32,
+    pub queues: Vec<String>,
+    pub semaphores: u32,
+    pub barrier_groups: BTreeMap<u32, Vec<u32>>,
+}
+
+/// The static program of a run.
+#[derive(Debug)]
+pub(crate) struct Program {
+    /// Streams by global engine index (`core_ix * 5 + engine`).
+    pub streams: Vec<Stream>,
+    pub vars: VarTable,
+    pub hbm: Hbm,
+    /// Shadow segment boundaries: segment `i` is `[bounds[i], bounds[i + 1])`.
+    pub bounds: Vec<u64>,
+    /// Owner of each segment before the run (preset vars), NONE otherwise.
+    pub seg_owner: Vec<u32>,
+    /// Per core, per semaphore.
+    pub sems: Vec<Vec<SemPlan>>,
+    pub cores: Vec<CoreInfo>,
+}
+
+/// Most records or descriptors one stream may have (a corrupt count fails cleanly).
+const MAX_ITEMS: u64 = 1 << 26;
+
+fn fetch(device: &dyn Device, pa: u64, count: u64, size: usize, what: &str) -> Result<Vec<u8>, SimError> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    if count > MAX_ITEMS {
+        return Err(SimError::BadImage(format!("{what}: {count} items")));
+    }
+    device.copy_out(pa, count * size as u64).map_err(|e| SimError::Device(format!("fetching {what}: {e}")))
+}
+
+impl Program {
+    /// Fetches, decodes and resolves everything.
+    pub(crate) fn build(device: &dyn Device, images: &[CoreImage], cost: &CostModel) -> Result<Program, SimError> {
+        let vars = VarTable::new(images);
+        let hbm = Hbm::mirror(device, images)?;
+        let mut streams = Vec::new();
+        let mut cores = Vec::new();
+        for (ci, img) in images.iter().enumerate() {
+            let order: Vec<Engine> = img.engines.iter().map(|s| s.engine).collect();
+            if order != Engine::ALL {
+                return Err(SimError::BadImage(format!(
+                    "core {}: streams {order:?}, expected {:?}",
+                    img.core,
+                    Engine::ALL
+                )));
+            }
+            let semaphores = img.semaphores.min(256);
+            for s in &img.engines {
+                let what = format!("core {} {:?}", img.core, s.engine);
+                let ring_bytes = fetch(device, s.ring_pa, s.descriptors, DESCRIPTOR_SIZE, &format!("{what} ring"))?;
+                let ring: Vec<Option<DeviceDescriptor>> =
+                    ring_bytes.chunks_exact(DESCRIPTOR_SIZE).map(DeviceDescriptor::decode).collect();
+                let rec_bytes = fetch(device, s.pa, s.records, RECORD_SIZE, &format!("{what} records"))?;
+                let ctx = DecodeCtx {
+                    semaphores,
+                    queues: img.queues.len() as u32,
+                    ring: &ring,
+                    descriptor_vars: &s.descriptor_vars,
+                    cost,
+                };
+                let instrs = rec_bytes
+                    .chunks_exact(RECORD_SIZE)
+                    .enumerate()
+                    .map(|(k, b)| decode(b, s.operand_vars.get(k).copied().unwrap_or([None; 3]), &ctx))
+                    .collect();
+                streams.push(Stream { core_ix: ci as u32, engine: s.engine, instrs });
+            }
+            cores.push(CoreInfo {
+                core: img.core,
+                tpb: img.tpb,
+                queues: img.queues.clone(),
+                semaphores,
+                barrier_groups: img.barrier_groups.clone(),
+            });
+        }
+        let mut p = Program { streams, vars, hbm, bounds: Vec::new(), seg_owner: Vec::new(), sems: Vec::new(), cores };
+        p.resolve();
+        p.segments();
+        p.sem_plans();
+        Ok(p)
+    }
+
+    /// Locates every access in the mirror and attaches its var, owner and equalization status.
+    fn resolve(&mut self) {
+        let mut canonical: BTreeMap<u32, u32> = BTreeMap::new();
+        for (g, v) in self.vars.vars.iter().enumerate() {
+            if v.shared {
+                canonical.entry(v.owner).or_insert(g as u32);
+            }
+        }
+        for s in &mut self.streams {
+            for i in &mut s.instrs {
+                let n = usize::from(i.nmem);
+                for m in &mut i.mem[..n] {
+                    m.loc = self.hbm.locate(m.pa, m.len);
+                    let Some(g) = (m.var_id != NONE).then(|| self.vars.global(s.core_ix as usize, m.var_id)).flatten()
+                    else {
+                        continue;
+                    };
+                    let v = &self.vars.vars[g as usize];
+                    m.var = g;
+                    m.owner = v.owner;
+                    m.out_of_var = outside_var(m.pa, m.len, v.pa, v.size);
+                    if v.shared
+                        && let Some(&c) = canonical.get(&v.owner)
+                    {
+                        m.unequal = canonical_access(m.pa, v.pa, self.vars.vars[c as usize].pa);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Cuts the address space at every access and preset-var boundary.
+    fn segments(&mut self) {
+        let mut b: Vec<u64> = Vec::new();
+        for s in &self.streams {
+            for i in &s.instrs {
+                for m in i.mems().iter().filter(|m| m.loc.is_some()) {
+                    b.extend([m.pa, m.pa + m.len]);
+                }
+            }
+        }
+        let preset: Vec<(u64, u64, u32)> =
+            self.vars.vars.iter().filter(|v| v.preset).map(|v| (v.pa, v.pa.saturating_add(v.size), v.owner)).collect();
+        b.extend(preset.iter().flat_map(|&(a, e, _)| [a, e]));
+        b.sort_unstable();
+        b.dedup();
+        let seg = |b: &[u64], a: u64| b.partition_point(|&x| x < a) as u32;
+        for s in &mut self.streams {
+            for i in &mut s.instrs {
+                let n = usize::from(i.nmem);
+                for m in i.mem[..n].iter_mut().filter(|m| m.loc.is_some()) {
+                    m.seg_lo = seg(&b, m.pa);
+                    m.seg_hi = seg(&b, m.pa + m.len);
+                }
+            }
+        }
+        let mut owner = vec![NONE; b.len().saturating_sub(1)];
+        for (a, e, o) in preset {
+            for slot in &mut owner[seg(&b, a) as usize..seg(&b, e) as usize] {
+                *slot = o;
+            }
+        }
+        self.bounds = b;
+        self.seg_owner = owner;
+    }
+
+    /// Collects, per semaphore, the values waits ask for, and numbers each wait's slot.
+    fn sem_plans(&mut self) {
+        let mut plans: Vec<Vec<BTreeMap<u32, u32>>> =
+            self.cores.iter().map(|c| vec![BTreeMap::new(); c.semaphores as usize]).collect();
+        for s in &self.streams {
+            for w in s.instrs.iter().filter(|i| i.illegal.is_none()).flat_map(|i| i.waits.iter().flatten()) {
+                if let Some(p) = plans[s.core_ix as usize].get_mut(usize::from(w.sem)) {
+                    *p.entry(w.value).or_insert(0) += 1;
+                }
+            }
+        }
+        self.sems = plans
+            .into_iter()
+            .map(|core| {
+                core.into_iter()
+                    .map(|p| SemPlan { wanted: p.keys().copied().collect(), waits: p.values().copied().collect() })
+                    .collect()
+            })
+            .collect();
+        for s in &mut self.streams {
+            for w in s.instrs.iter_mut().flat_map(|i| i.waits.iter_mut().flatten()) {
+                if let Some(p) = self.sems[s.core_ix as usize].get(usize::from(w.sem)) {
+                    w.slot = p.wanted.partition_point(|&v| v < w.value) as u32;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! The run report: what ran, how long it took in simulated time, what moved,
+//! every violation found, and the trace hash (same seed, same hash).
+
+use std::fmt;
+
+use lncsim_model::ir::Engine;
+
+use crate::queue::Time;
+use crate::trace::Trace;
+use crate::violation::Violation;
+
+/// How the run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every engine reached the end of its stream (or halted on an illegal record).
+    Finished,
+    /// Engines were left waiting with no event to wake them.
+    Deadlock,
+    /// The event budget ran out.
+    EventBudget,
+}
+
+/// One engine's figures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineStats {
+    /// The engine.
+    pub engine: Engine,
+    /// Records executed.
+    pub instructions: u64,
+    /// Time between issuing and completing records.
+    pub busy_ns: Time,
+    /// Time blocked on semaphores.
+    pub sem_wait_ns: Time,
+    /// Time from a barrier arrival to its completion.
+    pub barrier_wait_ns: Time,
+    /// Time held by a stall fault.
+    pub stalled_ns: Time,
+    /// When it reached the end of its stream.
+    pub finished_at: Option<Time>,
+    /// It halted on an illegal record.
+    pub halted: bool,
+}
+
+/// One DMA queue's figures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueStats {
+    /// The queue's name.
+    pub name: String,
+    /// Transfers made.
+    pub transfers: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Time the queue was transferring.
+    pub busy_ns: Time,
+}
+
+/// One core's figures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CoreStats {
+    /// The NeuronCoreId.
+    pub core: u32,
+    /// The physical core.
+    pub tpb: u32,
+    /// Engines in [`Engine::ALL`] order.
+    pub engines: Vec<EngineStats>,
+    /// DMA queues by index.
+    pub queues: Vec<QueueStats>,
+}
+
+/// Everything a run produced.
+#[derive(Clone, Debug)]
+pub struct SimReport {
+    /// The run's seed.
+    pub seed: u64,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Simulated time of the last event.
+    pub time_ns: Time,
+    /// Records executed on all engines.
+    pub instructions: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Bytes DMA moved through HBM.
+    pub hbm_bytes: u64,
+    /// Bytes compute records read and wrote in HBM.
+    pub compute_bytes: u64,
+    /// Bytes of HBM the simulator mirrored (every var of every core).
+    pub mirrored_bytes: u64,
+    /// Per-core figures.
+    pub cores: Vec<CoreStats>,
+    /// Every violation found (up to `max_violations`).
+    pub violations: Vec<Violation>,
+    /// Violations found beyond `max_violations`.
+    pub violations_dropped: u64,
+    /// Hash of the canonical event sequence.
+    pub trace_hash: u64,
+    /// The recorded trace, when the config asked for one.
+    pub trace: Option<Trace>,
+}
+
+impl SimReport {
+    /// True when the run finished and found nothing.
+    pub fn passed(&self) -> bool {
+        self.outcome == Outcome::Finished && self.violations.is_empty() && self.violations_dropped == 0
+    }
+
+    /// The violations of one kind (see [`Violation::kind`]).
+    pub fn of_kind<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Violation> + 'a {
+        self.violations.iter().filter(move |v| v.kind() == kind)
+    }
+}
+
+impl fmt::Display for SimReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "sim seed {}: {:?} at {} ns, {} instructions, {} events, {} B by DMA, {} B by compute, trace hash {:016x}",
+            self.seed,
+            self.outcome,
+            self.time_ns,
+            self.instructions,
+            self.events,
+            self.hbm_bytes,
+            self.compute_bytes,
+            self.trace_hash
+        )?;
+        for c in &self.cores {
+            let per: Vec<String> = c.engines.iter().map(|e| format!("{:?} {}", e.engine, e.instructions)).collect();
+            writeln!(f, "  core {} (tpb {}): {}", c.core, c.tpb, per.join(", "))?;
+        }
+        for v in &self.violations {
+            writeln!(f, "  {v}")?;
+        }
+        if self.violations_dropped > 0 {
+            writeln!(f, "  ... and {} more violations", self.violations_dropped)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,229 @@
+//! The simulation: built once from a device and the core images, then run.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use lncsim_model::load::{CoreImage, Device};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::SimError;
+use crate::barrier::{BarrierIssue, Barriers};
+use crate::config::SimConfig;
+use crate::engine::EngineRt;
+use crate::equalize::unequal_vars;
+use crate::hbm::Hbm;
+use crate::program::{CoreInfo, Program, Stream};
+use crate::queue::{EventQueue, Time};
+use crate::race::{Clocks, VcPool};
+use crate::report::{CoreStats, Outcome, QueueStats, SimReport};
+use crate::semaphore::Semaphore;
+use crate::shadow::{Finding, Shadow};
+use crate::trace::{Trace, TraceCore, TraceHasher};
+use crate::vars::{NONE, VarTable};
+use crate::violation::{Site, Violation};
+
+/// A simulation of every loaded core on one shared HBM.
+#[derive(Debug)]
+pub struct Simulation {
+    pub(crate) cfg: SimConfig,
+    /// Shared so the run loop can hold the streams while mutating the rest.
+    pub(crate) streams: Arc<Vec<Stream>>,
+    pub(crate) vars: VarTable,
+    pub(crate) hbm: Hbm,
+    pub(crate) cores: Vec<CoreInfo>,
+    pub(crate) engines: Vec<EngineRt>,
+    /// Global site id of each engine's first record.
+    pub(crate) site_base: Vec<u32>,
+    pub(crate) queue: EventQueue,
+    pub(crate) now: Time,
+    pub(crate) rng: ChaCha8Rng,
+    pub(crate) clocks: Clocks,
+    pub(crate) pool: VcPool,
+    pub(crate) sems: Vec<Vec<Semaphore>>,
+    pub(crate) barriers: Barriers,
+    pub(crate) shadow: Shadow,
+    /// Per core, per queue: when the queue is free.
+    pub(crate) qfree: Vec<Vec<Time>>,
+    pub(crate) qstats: Vec<Vec<QueueStats>>,
+    pub(crate) violations: Vec<Violation>,
+    pub(crate) dropped: u64,
+    pub(crate) seen_races: BTreeSet<(u32, u8, u32, u8)>,
+    pub(crate) seen_clobbers: BTreeSet<(u32, u8)>,
+    pub(crate) findings: Vec<Finding>,
+    pub(crate) issues: Vec<BarrierIssue>,
+    pub(crate) woken: Vec<u32>,
+    pub(crate) buf: Vec<u8>,
+    pub(crate) events: u64,
+    pub(crate) instructions: u64,
+    pub(crate) hbm_bytes: u64,
+    pub(crate) compute_bytes: u64,
+    pub(crate) hash: TraceHasher,
+    pub(crate) trace: Option<Trace>,
+    pub(crate) outcome: Option<Outcome>,
+}
+
+impl Simulation {
+    /// Fetches and decodes every core's streams and DMA rings from `device`,
+    /// mirrors every var, and prepares the run described by `config`.
+    pub fn new(device: &dyn Device, images: &[CoreImage], config: SimConfig) -> Result<Simulation, SimError> {
+        let p = Program::build(device, images, &config.cost)?;
+        let threads = p.streams.len();
+        let vc_threads = if config.checks.races { threads } else { 0 };
+        if threads > usize::from(u16::MAX) {
+            return Err(SimError::BadImage(format!("{} cores is more than the simulator handles", images.len())));
+        }
+        let engines = p.streams.iter().map(|s| EngineRt::new(s.core_ix, s.engine)).collect();
+        let mut site_base = Vec::with_capacity(threads);
+        let mut next = 0u32;
+        for s in &p.streams {
+            site_base.push(next);
+            next = next.saturating_add(s.instrs.len() as u32);
+        }
+        let sems =
+            p.sems.iter().map(|core| core.iter().map(|plan| Semaphore::new(plan, vc_threads)).collect()).collect();
+        let qfree = p.cores.iter().map(|c| vec![0; c.queues.len()]).collect();
+        let qstats = p
+            .cores
+            .iter()
+            .map(|c| {
+                c.queues.iter().map(|n| QueueStats { name: n.clone(), transfers: 0, bytes: 0, busy_ns: 0 }).collect()
+            })
+            .collect();
+        let trace = config.trace.then(|| Trace {
+            cores: p.cores.iter().map(|c| TraceCore { core: c.core, tpb: c.tpb, queues: c.queues.clone() }).collect(),
+            events: Vec::new(),
+        });
+        let mut violations = Vec::new();
+        if config.checks.equalization {
+            violations = unequal_vars(&p.vars, &p.cores);
+            if !violations.is_empty() {
+                lncsim_model::marks::hit("sim.equalize.unequal_var");
+            }
+        }
+        let shadow = Shadow::new(p.bounds, &p.seg_owner, config.checks);
+        Ok(Simulation {
+            rng: ChaCha8Rng::seed_from_u64(config.seed),
+            cfg: config,
+            streams: Arc::new(p.streams),
+            vars: p.vars,
+            hbm: p.hbm,
+            cores: p.cores,
+            engines,
+            site_base,
+            queue: EventQueue::new(),
+            now: 0,
+            clocks: Clocks::new(vc_threads),
+            pool: VcPool::new(vc_threads),
+            sems,
+            barriers: Barriers::default(),
+            shadow,
+            qfree,
+            qstats,
+            violations,
+            dropped: 0,
+            seen_races: BTreeSet::new(),
+            seen_clobbers: BTreeSet::new(),
+            findings: Vec::new(),
+            issues: Vec::new(),
+            woken: Vec::new(),
+            buf: Vec::new(),
+            events: 0,
+            instructions: 0,
+            hbm_bytes: 0,
+            compute_bytes: 0,
+            hash: TraceHasher::new(),
+            trace,
+            outcome: None,
+        })
+    }
+
+    /// Number of records staged on all engines (what a run executes at most).
+    pub fn records(&self) -> u64 {
+        self.streams.iter().map(|s| s.instrs.len() as u64).sum()
+    }
+
+    /// Number of engines (five per core).
+    pub fn engines(&self) -> usize {
+        self.engines.len()
+    }
+
+    /// Writes the HBM the run modified back to `device` (so outputs can be read through it).
+    pub fn write_back(&self, device: &dyn Device) -> Result<(), SimError> {
+        self.hbm.write_back(device)
+    }
+
+    /// Names one record for a report; `slot` picks the access whose var is named.
+    pub(crate) fn site(&self, e: usize, pc: u32, slot: Option<u8>) -> Site {
+        let eng = &self.engines[e];
+        let ins = self.streams.get(e).and_then(|s| s.instrs.get(pc as usize));
+        let var = slot
+            .and_then(|k| ins.and_then(|i| i.mems().get(usize::from(k))))
+            .filter(|m| m.var != NONE)
+            .and_then(|m| self.vars.get(m.var))
+            .map(|v| v.name.clone());
+        Site {
+            core: self.cores[eng.core_ix as usize].core,
+            engine: eng.engine,
+            pc,
+            debug_id: ins.map_or(0, |i| i.debug_id),
+            opcode: ins.and_then(|i| i.op),
+            var,
+        }
+    }
+
+    /// The engine and record index of a global site id.
+    pub(crate) fn locate_site(&self, site: u32) -> (usize, u32) {
+        let e = self.site_base.partition_point(|&b| b <= site).saturating_sub(1);
+        // Several empty streams share a base: take the last engine whose stream holds the site.
+        let e = (0..=e).rev().find(|&k| site - self.site_base[k] < self.streams[k].instrs.len() as u32).unwrap_or(e);
+        (e, site - self.site_base[e])
+    }
+
+    /// Records a violation, or counts it past the limit.
+    pub(crate) fn report_violation(&mut self, v: Violation) {
+        if self.violations.len() < self.cfg.max_violations {
+            self.violations.push(v);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// The report of the run so far.
+    pub(crate) fn report(&self) -> SimReport {
+        let cores = self
+            .cores
+            .iter()
+            .enumerate()
+            .map(|(ci, c)| CoreStats {
+                core: c.core,
+                tpb: c.tpb,
+                engines: self.engines.iter().filter(|e| e.core_ix as usize == ci).map(|e| e.stats.clone()).collect(),
+                queues: self.qstats[ci].clone(),
+            })
+            .collect();
+        SimReport {
+            seed: self.cfg.seed,
+            outcome: self.outcome.unwrap_or(Outcome::Finished),
+            time_ns: self.now,
+            instructions: self.instructions,
+            events: self.events,
+            hbm_bytes: self.hbm_bytes,
+            compute_bytes: self.compute_bytes,
+            mirrored_bytes: self.hbm.bytes(),
+            cores,
+            violations: self.violations.clone(),
+            violations_dropped: self.dropped,
+            trace_hash: self.hash.finish(),
+            trace: self.trace.clone(),
+        }
+    }
+}
+
+/// Builds a simulation, runs it and writes the HBM back to `device`.
+pub fn simulate(device: &dyn Device, images: &[CoreImage], config: SimConfig) -> Result<SimReport, SimError> {
+    let mut sim = Simulation::new(device, images, config)?;
+    let report = sim.run();
+    sim.write_back(device)?;
+    Ok(report)
+}

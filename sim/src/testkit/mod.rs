@@ -1,0 +1,40 @@
+//! Test utilities (not part of the simulator): a plain in-memory [`Device`],
+//! a minimal stager that stands in for the loader (places vars, expands
+//! pseudo-instructions, relocates operands, writes records and descriptors),
+//! and a trivial address assignment for split per-core modules that stands in
+//! for the allocator and the linker's renumbering. Tests, the differential
+//! check and `lncsim bench sim` use them until the real loader and pipeline
+//! produce the core images; then the stager remains as a differential check.
+//!
+//! [`Device`]: lncsim_model::load::Device
+
+mod mem_device;
+mod place;
+mod stage;
+
+pub use mem_device::MemDevice;
+pub use place::{PlaceOptions, place, split_and_place};
+pub use stage::{StageError, stage};
+
+use lncsim_model::codegen::{CoreCode, codegen};
+use lncsim_model::ir::Module;
+use lncsim_model::load::CoreImage;
+
+/// Splits, places and compiles `program`, stages it on a fresh device with
+/// one tpb per core, and returns the device and the core images.
+pub fn build(program: &Module, opts: &PlaceOptions) -> Result<(MemDevice, Vec<CoreImage>), String> {
+    let codes = compile(program, opts)?;
+    let device = MemDevice::new(codes.len() as u32);
+    let images = stage(&device, &codes).map_err(|e| format!("stage: {e}"))?;
+    Ok((device, images))
+}
+
+/// Splits, places and compiles `program` to one `CoreCode` per core.
+pub fn compile(program: &Module, opts: &PlaceOptions) -> Result<Vec<CoreCode>, String> {
+    let modules = split_and_place(program, opts)?;
+    let mut codes = Vec::new();
+    for m in &modules {
+        codes.extend(codegen(m).map_err(|e| format!("codegen: {e}"))?);
+    }
+    Ok(codes)
+}

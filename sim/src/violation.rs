@@ -1,0 +1,313 @@
+//! Everything a run can find wrong, typed, each with a one-line `Display`.
+
+use std::fmt;
+
+use lncsim_model::codegen::record::Opcode;
+use lncsim_model::ir::Engine;
+
+use crate::queue::Time;
+
+/// One instruction, named for a report: core, engine, record index, the IR
+/// instruction's debug id, the opcode and the var the access went through.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Site {
+    /// The NeuronCoreId of the core.
+    pub core: u32,
+    /// The engine.
+    pub engine: Engine,
+    /// Index of the record in the engine's staged stream.
+    pub pc: u32,
+    /// The record's debug id (index of the IR instruction in its core function).
+    pub debug_id: u32,
+    /// The record's opcode (`None` when the record did not decode).
+    pub opcode: Option<Opcode>,
+    /// The var the access named (from the loader's `operand_vars`), when known.
+    pub var: Option<String>,
+}
+
+impl fmt::Display for Site {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "core {} {:?} #{} (debug {}", self.core, self.engine, self.pc, self.debug_id)?;
+        if let Some(op) = self.opcode {
+            write!(f, ", {op:?}")?;
+        }
+        if let Some(v) = &self.var {
+            write!(f, ", var `{v}`")?;
+        }
+        write!(f, ")")
+    }
+}
+
+/// The two access kinds of a race, in time order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RaceKind {
+    /// A write, then an unordered write.
+    WriteWrite,
+    /// A write, then an unordered read.
+    WriteRead,
+    /// A read, then an unordered write.
+    ReadWrite,
+}
+
+impl fmt::Display for RaceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RaceKind::WriteWrite => "write-write",
+            RaceKind::WriteRead => "write-read",
+            RaceKind::ReadWrite => "read-write",
+        })
+    }
+}
+
+/// Why a record cannot execute (the engine halts on it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Illegal {
+    /// The 64 bytes are not a record.
+    Decode(String),
+    /// A pseudo-instruction (`PseudoAddN`, `Ext`) the loader should have expanded.
+    Pseudo(Opcode),
+    /// A compute record whose operands were never relocated (no FLAG_RELOCATED).
+    Unrelocated,
+    /// Operand lengths that do not fit the opcode.
+    Operands(String),
+    /// A semaphore index past the core's semaphores.
+    Semaphore(u32),
+    /// A DMA queue index past the core's queues.
+    Queue(u32),
+    /// A DMA record naming a descriptor past the ring, or disagreeing with it.
+    Descriptor(String),
+}
+
+impl fmt::Display for Illegal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Illegal::Decode(e) => write!(f, "undecodable record: {e}"),
+            Illegal::Pseudo(op) => write!(f, "pseudo-instruction {op:?} was not expanded by the loader"),
+            Illegal::Unrelocated => write!(f, "memory operands are not relocated"),
+            Illegal::Operands(e) => write!(f, "bad operands: {e}"),
+            Illegal::Semaphore(s) => write!(f, "semaphore {s} does not exist on the core"),
+            Illegal::Queue(q) => write!(f, "DMA queue {q} does not exist on the core"),
+            Illegal::Descriptor(e) => write!(f, "bad DMA descriptor: {e}"),
+        }
+    }
+}
+
+/// What a blocked engine waits for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WaitFor {
+    /// `sem >= value` on its core; `count` is the semaphore's value at the end.
+    Semaphore {
+        /// The semaphore.
+        sem: u8,
+        /// The value waited for.
+        value: u32,
+        /// The value reached.
+        count: u32,
+    },
+    /// A barrier group; `arrived` / `missing` are NeuronCoreIds.
+    Barrier {
+        /// The group.
+        group: u32,
+        /// Cores that arrived.
+        arrived: Vec<u32>,
+        /// Participants that did not.
+        missing: Vec<u32>,
+    },
+}
+
+/// One engine left waiting when the run ran out of events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Waiter {
+    /// The blocked instruction.
+    pub site: Site,
+    /// What it waits for.
+    pub waits_for: WaitFor,
+    /// Who could still signal it (engines with a matching signal or arrival left), as text.
+    pub could_signal: Vec<String>,
+}
+
+impl fmt::Display for Waiter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.waits_for {
+            WaitFor::Semaphore { sem, value, count } => {
+                write!(f, "{} waits for sem {sem} >= {value} (is {count})", self.site)?
+            }
+            WaitFor::Barrier { group, arrived, missing } => {
+                write!(f, "{} waits at barrier group {group} (arrived {arrived:?}, missing {missing:?})", self.site)?
+            }
+        }
+        if self.could_signal.is_empty() {
+            write!(f, "; nobody left could signal it")
+        } else {
+            write!(f, "; could signal: {}", self.could_signal.join(", "))
+        }
+    }
+}
+
+/// A finding of a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Violation {
+    /// Two conflicting accesses to overlapping bytes not ordered by synchronisation.
+    Race {
+        /// Which accesses.
+        kind: RaceKind,
+        /// First overlapping byte.
+        addr: u64,
+        /// The earlier access.
+        first: Site,
+        /// The later access.
+        second: Site,
+    },
+    /// An access outside the var its operand named.
+    OutOfVar {
+        /// The access.
+        site: Site,
+        /// Its address.
+        pa: u64,
+        /// Its length.
+        len: u64,
+        /// The var's address.
+        var_pa: u64,
+        /// The var's size.
+        var_size: u64,
+    },
+    /// A read of bytes last written through a different tensor.
+    Clobber {
+        /// The read.
+        reader: Site,
+        /// The tensor the bytes belong to (its ownership key, e.g. `core0:t3`).
+        owner: String,
+        /// The last write of those bytes (`None`: preset contents of `owner`).
+        writer: Option<Site>,
+        /// First clobbered byte.
+        addr: u64,
+    },
+    /// An access to bytes outside every var of every loaded core.
+    Unmapped {
+        /// The access.
+        site: Site,
+        /// Its address.
+        pa: u64,
+        /// Its length.
+        len: u64,
+    },
+    /// A shared tensor resolves to different physical addresses on two cores.
+    Unequal {
+        /// The tensor's name.
+        name: String,
+        /// (core, pa, size) on the first core declaring it.
+        first: (u32, u64, u64),
+        /// (core, pa, size) on a core that disagrees.
+        other: (u32, u64, u64),
+    },
+    /// An access to a shared tensor at an address other than the first core's.
+    UnequalAccess {
+        /// The access.
+        site: Site,
+        /// Its address.
+        pa: u64,
+        /// The tensor's address on the first core declaring it.
+        canonical_pa: u64,
+    },
+    /// A barrier arrival on a slot another pending arrival still holds.
+    SlotCollision {
+        /// The slot id.
+        slot: u32,
+        /// The pending arrival holding it.
+        holder: Site,
+        /// The colliding arrival.
+        arrival: Site,
+    },
+    /// A barrier arrival that disagrees with its group.
+    BarrierMismatch {
+        /// The arrival.
+        site: Site,
+        /// The group.
+        group: u32,
+        /// How it disagrees.
+        why: String,
+    },
+    /// A record that cannot execute; its engine halted.
+    Illegal {
+        /// The record.
+        site: Site,
+        /// Why.
+        reason: Illegal,
+    },
+    /// No event left while engines still wait.
+    Deadlock {
+        /// Every waiting engine.
+        waiters: Vec<Waiter>,
+    },
+    /// The run processed more events than its budget.
+    EventBudget {
+        /// The budget.
+        events_max: u64,
+        /// Simulated time when it stopped.
+        time: Time,
+    },
+}
+
+impl Violation {
+    /// A short stable name of the kind (for summaries and tests).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Violation::Race { .. } => "race",
+            Violation::OutOfVar { .. } => "out-of-var",
+            Violation::Clobber { .. } => "clobber",
+            Violation::Unmapped { .. } => "unmapped",
+            Violation::Unequal { .. } => "unequal",
+            Violation::UnequalAccess { .. } => "unequal-access",
+            Violation::SlotCollision { .. } => "slot-collision",
+            Violation::BarrierMismatch { .. } => "barrier-mismatch",
+            Violation::Illegal { .. } => "illegal",
+            Violation::Deadlock { .. } => "deadlock",
+            Violation::EventBudget { .. } => "event-budget",
+        }
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Violation::Race { kind, addr, first, second } => {
+                write!(f, "race ({kind}) at {addr:#x}: {first} and {second} are not ordered by synchronisation")
+            }
+            Violation::OutOfVar { site, pa, len, var_pa, var_size } => write!(
+                f,
+                "out-of-var access: {site} touches [{pa:#x}, +{len}) outside its var [{var_pa:#x}, +{var_size})"
+            ),
+            Violation::Clobber { reader, owner, writer, addr } => {
+                write!(f, "clobber at {addr:#x}: {reader} reads bytes of `{owner}`")?;
+                match writer {
+                    Some(w) => write!(f, ", last written by {w}"),
+                    None => write!(f, " (its preset contents)"),
+                }
+            }
+            Violation::Unmapped { site, pa, len } => {
+                write!(f, "unmapped access: {site} touches [{pa:#x}, +{len}) outside every loaded var")
+            }
+            Violation::Unequal { name, first, other } => write!(
+                f,
+                "shared tensor `{name}` not equalized: core {} at {:#x} (+{}), core {} at {:#x} (+{})",
+                first.0, first.1, first.2, other.0, other.1, other.2
+            ),
+            Violation::UnequalAccess { site, pa, canonical_pa } => write!(
+                f,
+                "unequalized shared access: {site} at {pa:#x}, the tensor is at {canonical_pa:#x} on its first core"
+            ),
+            Violation::SlotCollision { slot, holder, arrival } => {
+                write!(f, "barrier slot collision on slot {slot}: {arrival} arrives while {holder} still holds it")
+            }
+            Violation::BarrierMismatch { site, group, why } => write!(f, "barrier group {group}: {site}: {why}"),
+            Violation::Illegal { site, reason } => write!(f, "illegal instruction {site}: {reason}; engine halted"),
+            Violation::Deadlock { waiters } => {
+                let w: Vec<String> = waiters.iter().map(ToString::to_string).collect();
+                write!(f, "deadlock: {}", w.join(" | "))
+            }
+            Violation::EventBudget { events_max, time } => {
+                write!(f, "event budget exceeded: more than {events_max} events (stopped at {time} ns)")
+            }
+        }
+    }
+}
