@@ -113,7 +113,7 @@ fn shapes(op: Opcode, imm: u32, lens: &[u64]) -> Result<(), String> {
     let ok = match op {
         Opcode::Add | Opcode::Mul => lens[1] == d && lens[2] == d,
         Opcode::Relu => lens[1] == d,
-        Opcode::Reduce => d > 0 && lens[1] % d == 0,
+        Opcode::Reduce => d > 0 && lens[1].is_multiple_of(d),
         Opcode::MatMul => {
             let (m, k, n) = matmul_dims(imm);
             let (m, k, n) = (u64::from(m), u64::from(k), u64::from(n));
@@ -163,8 +163,8 @@ fn body(r: &Record, op_vars: [Option<u32>; 3], ctx: &DecodeCtx<'_>, i: &mut Inst
             let n = if matches!(r.opcode, Opcode::Relu | Opcode::Reduce) { 2 } else { 3 };
             let lens: Vec<u64> = r.ops[..n].iter().map(|o| u64::from(o.c)).collect();
             shapes(r.opcode, r.imm, &lens).map_err(Illegal::Operands)?;
-            for k in 0..n {
-                i.mem[k] = mem(r.ops[k].pa(), u64::from(r.ops[k].c), k == 0, op_vars[k]);
+            for (k, (op, var)) in r.ops.iter().zip(op_vars).take(n).enumerate() {
+                i.mem[k] = mem(op.pa(), u64::from(op.c), k == 0, var);
             }
             i.nmem = n as u8;
             Ok(())

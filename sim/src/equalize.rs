@@ -1,8 +1,9 @@
 //! Address equalization (issue 7, item 3c; DESIGN.md invariant 1, "at run
 //! time every core's access to a shared tensor hits the same physical
 //! address"). Statically, every core's var of one shared tensor (a `Virtual`
-//! var over the `SharedScratch`, identified by name) and every core's shared
-//! scratch itself must have the same (address, size); at run time, an access
+//! var over the `SharedScratch`, identified by name) must have the same
+//! (address, size), and every core's shared scratch the same address (its
+//! size is how far that core's own shared tensors reach); at run time, an access
 //! through a core's var of a shared tensor is compared with the address the
 //! same access has on the first core declaring the tensor.
 
@@ -22,7 +23,7 @@ pub(crate) fn unequal_vars(vars: &VarTable, cores: &[CoreInfo]) -> Vec<Violation
         }
         let f = *first.entry(v.owner).or_insert(g);
         let fv = &vars.vars[f];
-        if (fv.pa, fv.size) != (v.pa, v.size) {
+        if fv.pa != v.pa || (v.shared && fv.size != v.size) {
             let core = |ix: u32| cores.get(ix as usize).map_or(ix, |c| c.core);
             out.push(Violation::Unequal {
                 name: v.name.clone(),

@@ -245,11 +245,11 @@ impl Simulation {
         let now = self.now;
         let (core_ix, pc) = (self.engines[e].core_ix as usize, self.engines[e].pc);
         let Some(ins) = streams[e].instrs.get(pc as usize) else { return };
-        match ins.op {
-            Some(Opcode::Add | Opcode::Mul | Opcode::Relu | Opcode::Reduce | Opcode::MatMul | Opcode::Dma) => {
-                self.execute(e, pc, ins);
-            }
-            _ => {}
+        if matches!(
+            ins.op,
+            Some(Opcode::Add | Opcode::Mul | Opcode::Relu | Opcode::Reduce | Opcode::MatMul | Opcode::Dma)
+        ) {
+            self.execute(e, pc, ins);
         }
         if let Some(s) = ins.sem_signal {
             self.signal(core_ix, s, e);

@@ -15,6 +15,13 @@ struct State {
     allocs: BTreeMap<u64, Vec<u8>>,
 }
 
+/// The contents of a [`MemDevice`] at one moment.
+#[derive(Clone, Debug)]
+pub struct MemSnapshot {
+    next: u64,
+    allocs: BTreeMap<u64, Vec<u8>>,
+}
+
 /// An in-memory device with `tpbs` physical cores and unbounded HBM.
 #[derive(Debug)]
 pub struct MemDevice {
@@ -26,6 +33,19 @@ impl MemDevice {
     /// A device with `tpbs` cores and nothing allocated.
     pub fn new(tpbs: u32) -> MemDevice {
         MemDevice { tpbs, state: Mutex::new(State { next: BASE, allocs: BTreeMap::new() }) }
+    }
+
+    /// A copy of every allocation (to [`MemDevice::restore`] later).
+    pub fn snapshot(&self) -> MemSnapshot {
+        let s = self.lock();
+        MemSnapshot { next: s.next, allocs: s.allocs.clone() }
+    }
+
+    /// Puts the device back to `snap`.
+    pub fn restore(&self, snap: &MemSnapshot) {
+        let mut s = self.lock();
+        s.next = snap.next;
+        s.allocs.clone_from(&snap.allocs);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {

@@ -12,7 +12,7 @@ mod mem_device;
 mod place;
 mod stage;
 
-pub use mem_device::MemDevice;
+pub use mem_device::{MemDevice, MemSnapshot};
 pub use place::{PlaceOptions, place, split_and_place};
 pub use stage::{StageError, stage};
 

@@ -135,11 +135,11 @@ pub fn stage(device: &dyn Device, codes: &[CoreCode]) -> Result<Vec<CoreImage>, 
             let mut operand_vars = Vec::with_capacity(recs.len());
             for r in &mut recs {
                 let mut vars = [None; 3];
-                for k in 0..mem_slots(r.opcode) {
-                    let op = r.ops[k];
-                    let pa = pas.get(op.a as usize).ok_or_else(|| bad(format!("operand names var {}", op.a)))?;
-                    vars[k] = Some(op.a);
-                    r.ops[k] = Operand::physical(pa + u64::from(op.b), op.c);
+                let n = mem_slots(r.opcode);
+                for (slot, var) in r.ops.iter_mut().zip(vars.iter_mut()).take(n) {
+                    let pa = pas.get(slot.a as usize).ok_or_else(|| bad(format!("operand names var {}", slot.a)))?;
+                    *var = Some(slot.a);
+                    *slot = Operand::physical(pa + u64::from(slot.b), slot.c);
                 }
                 if mem_slots(r.opcode) > 0 {
                     r.flags |= FLAG_RELOCATED;

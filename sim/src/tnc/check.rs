@@ -139,3 +139,77 @@ pub fn after_run(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lncsim_tnc::Role;
+
+    fn snap(cache_state: CacheState, uuid: u8, packed_ref_count: u64) -> TncSnapshot {
+        TncSnapshot {
+            cache_state,
+            uuid: [uuid; 16],
+            packed_ref_count,
+            pending_wait: 0,
+            wakeups_posted: 0,
+            generation: 1,
+            cached: cache_state == CacheState::Ready,
+        }
+    }
+
+    fn loader(paths: Vec<TncPath>, generation: u64, finished: bool) -> LoaderOutcome {
+        LoaderOutcome {
+            uuid: [1; 16],
+            role: paths.last().and_then(|p| p.role()),
+            paths,
+            parse_failed: false,
+            generation,
+            finished_at: finished.then_some(10),
+        }
+    }
+
+    #[test]
+    fn broken_enters_are_reported() {
+        let pending = snap(CacheState::Pending, 1, 0x1_0000_0001);
+        // Another UUID made to wait, and the slot changed under it.
+        let mut after = pending;
+        after.packed_ref_count += 1;
+        let v = on_enter(3, [2; 16], TncPath::Waiting, &pending, &after);
+        assert!(v.contains(&TncViolation::OtherUuidWaited(3)));
+        assert!(v.contains(&TncViolation::OtherUuidEvicted(3)));
+        assert!(v.contains(&TncViolation::WaitWithoutPending(3)));
+        // The same UUID waiting on a PENDING slot is fine.
+        assert!(on_enter(4, [1; 16], TncPath::Waiting, &pending, &after).is_empty());
+        // Another UUID proceeding independently without touching the slot is fine.
+        assert!(on_enter(5, [2; 16], TncPath::OtherUuid, &pending, &pending).is_empty());
+    }
+
+    #[test]
+    fn broken_ends_are_reported() {
+        let failed: BTreeMap<u64, bool> = [(1, true), (2, false)].into_iter().collect();
+        let clean = snap(CacheState::Uninit, 0, 0);
+        let ok = vec![
+            loader(vec![TncPath::FirstWorker], 1, true),
+            loader(vec![TncPath::Waiting, TncPath::CreationFailedDoMyOwn], 1, true),
+        ];
+        assert!(after_run(&ok, &clean, &failed).is_empty());
+        // A waiter of a failed creator that claims to reuse the cache.
+        let wrong = vec![loader(vec![TncPath::Waiting, TncPath::UsingCacheAfterWait], 1, true)];
+        assert_eq!(
+            after_run(&wrong, &clean, &failed),
+            vec![TncViolation::WaiterPath {
+                loader: 0,
+                creator_failed: true,
+                path: Some(TncPath::UsingCacheAfterWait)
+            }]
+        );
+        // A slot left READY with a reference.
+        let held = snap(CacheState::Ready, 1, 1);
+        assert_eq!(after_run(&ok, &held, &failed), vec![TncViolation::SlotNotReturned(held)]);
+        // A waiter that never finished.
+        let stuck = vec![loader(vec![TncPath::Waiting], 2, false)];
+        let v = after_run(&stuck, &clean, &failed);
+        assert!(matches!(&v[..], [TncViolation::Liveness { blocked, .. }] if blocked[0].0 == 0));
+        assert_eq!(stuck[0].role, None::<Role>);
+    }
+}

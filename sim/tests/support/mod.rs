@@ -36,10 +36,12 @@ pub fn stage(program: &Module, seed: u64) -> Staged {
 }
 
 impl Staged {
-    /// Runs the simulation and reads the outputs back.
+    /// Runs the simulation and reads the outputs back; the device is left as it was.
     pub fn run(&self, cfg: SimConfig) -> (SimReport, Values) {
+        let before = self.device.snapshot();
         let report = simulate(&self.device, &self.images, cfg).unwrap();
         let out = read_outputs(&self.device, &self.images).unwrap();
+        self.device.restore(&before);
         (report, out)
     }
 }
@@ -84,3 +86,46 @@ func main
     i5 = sp dma e[0..16] -> out[0..16] queue q after i4
     i6 = sp dma c[0..4] -> out2[0..4] queue q after i2
 ";
+
+/// A proptest strategy over generator configurations with `cores` cores
+/// (every other parameter drawn too, so a failure shrinks to a small program).
+pub fn gen_config(
+    cores: std::ops::RangeInclusive<u32>,
+) -> impl proptest::strategy::Strategy<Value = lncsim_model::program::GenConfig> {
+    use proptest::prelude::*;
+    (any::<u64>(), cores, 1u32..40, 0u32..12, 0u32..=100, 0u32..3, 1u32..4).prop_map(
+        |(seed, cores, ops, size_bits, handoff_pct, allreduces, outputs)| lncsim_model::program::GenConfig {
+            seed,
+            cores,
+            ops,
+            max_elems: 1u64 << size_bits,
+            handoff_pct,
+            allreduces,
+            outputs,
+        },
+    )
+}
+
+/// Rewrites, in device memory, the first record of `engine` on image `core_ix`
+/// that `pick` accepts; returns its index.
+pub fn patch_record(
+    device: &MemDevice,
+    image: &CoreImage,
+    engine: lncsim_model::ir::Engine,
+    pick: impl Fn(&lncsim_model::codegen::record::Record) -> bool,
+    edit: impl FnOnce(&mut lncsim_model::codegen::record::Record),
+) -> usize {
+    use lncsim_model::codegen::record::{RECORD_SIZE, Record};
+    use lncsim_model::load::Device;
+    let s = &image.engines[engine.index()];
+    let bytes = device.copy_out(s.pa, s.records * RECORD_SIZE as u64).unwrap();
+    let (k, mut r) = bytes
+        .chunks_exact(RECORD_SIZE)
+        .map(|b| Record::decode(b).unwrap())
+        .enumerate()
+        .find(|(_, r)| pick(r))
+        .expect("a record to patch");
+    edit(&mut r);
+    device.copy_in(image.tpb, s.pa + (k * RECORD_SIZE) as u64, &r.encode()).unwrap();
+    k
+}

@@ -1,0 +1,168 @@
+#![allow(clippy::unwrap_used)]
+//! Every checker fed a broken input reports it.
+
+mod support;
+
+use lncsim_model::codegen::record::{FLAG_SIGNAL, Opcode};
+use lncsim_model::ir::Engine;
+use lncsim_model::marks::Recorder;
+use lncsim_sim::testkit::PlaceOptions;
+use lncsim_sim::{Illegal, Outcome, RaceKind, SimConfig, Violation, WaitFor};
+use support::*;
+
+#[test]
+fn two_live_tensors_placed_over_each_other_are_a_clobber() {
+    // b (relu of a) is placed over a, which the matmul still reads.
+    let opts = PlaceOptions { overlap: Some(("b".into(), "a".into())), ..PlaceOptions::default() };
+    let s = stage_with(&module(ONE_CORE), 3, &opts);
+    let rec = Recorder::start();
+    let (report, out) = s.run(SimConfig::seeded(0));
+    assert!(rec.hits("sim.ownership.clobber") > 0);
+    let clobbers: Vec<&Violation> = report.of_kind("clobber").collect();
+    assert!(!clobbers.is_empty(), "{report}");
+    let Violation::Clobber { reader, owner, writer, .. } = clobbers[0] else { unreachable!() };
+    assert_eq!((reader.engine, reader.var.as_deref()), (Engine::Pe, Some("a")), "{report}");
+    assert_eq!(owner, "core0:b");
+    let writer = writer.as_ref().unwrap();
+    assert_eq!((writer.engine, writer.var.as_deref()), (Engine::Act, Some("b")));
+    assert_ne!(out, s.golden, "the clobber also corrupts the output");
+    assert!(clobbers[0].to_string().starts_with("clobber at 0x"));
+}
+
+#[test]
+fn a_barrier_id_duplicated_across_cores_is_a_slot_collision() {
+    let opts = PlaceOptions { skip_barrier_renumbering: true, ..PlaceOptions::default() };
+    let s = stage_with(&module(HANDOFF), 1, &opts);
+    let rec = Recorder::start();
+    let (report, _) = s.run(SimConfig::seeded(0));
+    assert!(rec.hits("sim.barrier.slot_collision") > 0);
+    let v: Vec<&Violation> = report.of_kind("slot-collision").collect();
+    assert_eq!(v.len(), 1, "{report}");
+    let Violation::SlotCollision { slot, holder, arrival } = v[0] else { unreachable!() };
+    assert_eq!(*slot, 0);
+    assert_ne!(holder.core, arrival.core);
+    assert_eq!((holder.opcode, arrival.opcode), (Some(Opcode::Barrier), Some(Opcode::Barrier)));
+    // Renumbered, the same program is clean.
+    let (clean, _) = stage(&module(HANDOFF), 1).run(SimConfig::seeded(0));
+    assert!(clean.passed(), "{clean}");
+}
+
+#[test]
+fn a_shared_tensor_unequal_across_cores_is_reported() {
+    let opts = PlaceOptions { unsync_shared: Some(("t".into(), 64)), ..PlaceOptions::default() };
+    let s = stage_with(&module(HANDOFF), 1, &opts);
+    let rec = Recorder::start();
+    let (report, out) = s.run(SimConfig::seeded(0));
+    assert!(rec.hits("sim.equalize.unequal_var") > 0);
+    let v: Vec<&Violation> = report.of_kind("unequal").collect();
+    assert_eq!(v.len(), 1, "{report}");
+    let Violation::Unequal { name, first, other } = v[0] else { unreachable!() };
+    assert_eq!(name, "t");
+    assert_eq!((first.0, other.0), (0, 1));
+    assert_eq!(other.1, first.1 + 64);
+    let access: Vec<&Violation> = report.of_kind("unequal-access").collect();
+    assert!(
+        matches!(access[0], Violation::UnequalAccess { site, .. } if site.core == 1 && site.var.as_deref() == Some("t"))
+    );
+    assert_ne!(out, s.golden);
+}
+
+#[test]
+fn a_dropped_semaphore_signal_is_a_deadlock_naming_the_waiter() {
+    let s = stage(&module(ONE_CORE), 3);
+    // DVE's first signalling record (the add chain's last Add) loses its signal.
+    patch_record(&s.device, &s.images[0], Engine::Dve, |r| r.flags & FLAG_SIGNAL != 0, |r| r.flags &= !FLAG_SIGNAL);
+    let rec = Recorder::start();
+    let (report, _) = s.run(SimConfig::seeded(0));
+    assert!(rec.hits("sim.deadlock") > 0);
+    assert_eq!(report.outcome, Outcome::Deadlock);
+    let Some(Violation::Deadlock { waiters }) = report.of_kind("deadlock").next() else { panic!("{report}") };
+    let act = waiters.iter().find(|w| w.site.engine == Engine::Act).unwrap();
+    assert_eq!(act.waits_for, WaitFor::Semaphore { sem: Engine::Dve.index() as u8, value: 1, count: 0 });
+    assert!(act.could_signal.iter().any(|c| c.starts_with("Dve")), "{act}");
+    let line = report.of_kind("deadlock").next().unwrap().to_string();
+    assert!(line.contains("core 0 Act") && line.contains("waits for sem 2 >= 1"), "{line}");
+}
+
+#[test]
+fn a_signal_nobody_can_send_says_so() {
+    let s = stage(&module(ONE_CORE), 3);
+    // SP's last DMA waits for POOL's reduce; POOL's only signal is dropped.
+    patch_record(&s.device, &s.images[0], Engine::Pool, |r| r.flags & FLAG_SIGNAL != 0, |r| r.flags &= !FLAG_SIGNAL);
+    let (report, _) = s.run(SimConfig::seeded(0));
+    let Some(Violation::Deadlock { waiters }) = report.of_kind("deadlock").next() else { panic!("{report}") };
+    assert_eq!(waiters.len(), 1, "{report}");
+    assert_eq!(waiters[0].site.engine, Engine::Sp);
+    assert!(waiters[0].could_signal.is_empty());
+    assert!(waiters[0].to_string().contains("nobody left could signal it"));
+}
+
+#[test]
+fn a_missing_dependency_between_engines_is_a_race_naming_both_instructions() {
+    let s = stage(&module(ONE_CORE), 3);
+    // ACT's relu forgets to wait for DVE's add.
+    patch_record(&s.device, &s.images[0], Engine::Act, |r| r.opcode == Opcode::Relu, |r| r.waits = [None; 2]);
+    for seed in 0..4 {
+        let rec = Recorder::start();
+        let (report, _) = s.run(SimConfig::seeded(seed).with_jitter());
+        assert!(rec.hits("sim.race") > 0);
+        let races: Vec<&Violation> = report.of_kind("race").collect();
+        let named = races.iter().any(|v| {
+            matches!(v, Violation::Race { kind, first, second, .. }
+                if matches!(kind, RaceKind::WriteRead | RaceKind::ReadWrite)
+                && [first.engine, second.engine].contains(&Engine::Dve)
+                && [first.engine, second.engine].contains(&Engine::Act)
+                && first.var.as_deref() == Some("a") && second.var.as_deref() == Some("a"))
+        });
+        assert!(named, "seed {seed}: {report}");
+    }
+}
+
+#[test]
+fn an_unexpanded_pseudo_instruction_is_illegal_and_halts_its_engine() {
+    let s = stage(&module(ONE_CORE), 3);
+    patch_record(
+        &s.device,
+        &s.images[0],
+        Engine::Pool,
+        |r| r.opcode == Opcode::Reduce,
+        |r| r.opcode = Opcode::PseudoAddN,
+    );
+    let rec = Recorder::start();
+    let (report, _) = s.run(SimConfig::seeded(0));
+    assert!(rec.hits("sim.illegal") > 0);
+    let v = report.of_kind("illegal").next().unwrap();
+    assert!(
+        matches!(v, Violation::Illegal { site, reason: Illegal::Pseudo(Opcode::PseudoAddN) } if site.engine == Engine::Pool)
+    );
+    assert!(report.cores[0].engines[Engine::Pool.index()].halted);
+}
+
+#[test]
+fn a_relocation_bug_changes_what_runs() {
+    let s = stage(&module(ONE_CORE), 3);
+    // The relu's source is relocated 4 bytes too far: outside var `a`.
+    patch_record(
+        &s.device,
+        &s.images[0],
+        Engine::Act,
+        |r| r.opcode == Opcode::Relu,
+        |r| r.ops[1] = lncsim_model::codegen::record::Operand::physical(r.ops[1].pa() + 4, r.ops[1].c),
+    );
+    let (report, out) = s.run(SimConfig::seeded(0));
+    let v: Vec<&Violation> = report.of_kind("out-of-var").collect();
+    assert_eq!(v.len(), 1, "{report}");
+    assert!(matches!(v[0], Violation::OutOfVar { site, .. } if site.var.as_deref() == Some("a")));
+    assert_ne!(out, s.golden);
+}
+
+#[test]
+fn the_event_budget_fails_a_long_run() {
+    let s = stage(&module(ONE_CORE), 3);
+    let cfg = SimConfig { events_max: 5, ..SimConfig::seeded(0) };
+    let rec = Recorder::start();
+    let (report, _) = s.run(cfg);
+    assert!(rec.hits("sim.event_budget") > 0);
+    assert_eq!(report.outcome, Outcome::EventBudget);
+    assert!(matches!(report.violations[..], [Violation::EventBudget { events_max: 5, .. }]));
+}
