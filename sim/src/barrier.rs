@@ -42,6 +42,8 @@ pub(crate) struct Barriers {
     slots: BTreeMap<u32, Arrival>,
     /// Groups completed so far (numbers flows in the trace).
     pub completed: u64,
+    /// Arrival lists handed back by [`Barriers::recycle`], reused for new groups.
+    spare: Vec<Vec<Arrival>>,
 }
 
 impl Barriers {
@@ -70,7 +72,11 @@ impl Barriers {
         } else {
             self.slots.insert(a.slot, a);
         }
-        let g = self.groups.entry(group).or_insert(Group { expected: count, arrived: Vec::new() });
+        let spare = &mut self.spare;
+        let g = self
+            .groups
+            .entry(group)
+            .or_insert_with(|| Group { expected: count, arrived: spare.pop().unwrap_or_default() });
         if g.expected != count {
             issues.push(BarrierIssue::Mismatch(format!(
                 "the record says {count} participants, an earlier arrival said {}",
@@ -92,6 +98,12 @@ impl Barriers {
         }
         self.completed += 1;
         Some(done)
+    }
+
+    /// Takes back a completed group's arrival list for reuse (keeps the hot loop allocation-free).
+    pub(crate) fn recycle(&mut self, mut v: Vec<Arrival>) {
+        v.clear();
+        self.spare.push(v);
     }
 
     /// The arrivals pending at `group`.

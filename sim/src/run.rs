@@ -220,13 +220,16 @@ impl Simulation {
         let Some(arrivals) = done else { return };
         marks::hit("sim.barrier.complete");
         if self.cfg.checks.races {
-            let mut joined = vec![0u32; self.clocks.threads];
+            let mut joined = std::mem::take(&mut self.vc_tmp);
+            joined.clear();
+            joined.resize(self.clocks.threads, 0);
             for x in &arrivals {
                 crate::race::join(&mut joined, self.clocks.vc(x.engine as usize));
             }
             for x in &arrivals {
                 self.clocks.set(x.engine as usize, &joined);
             }
+            self.vc_tmp = joined;
         }
         for x in &arrivals {
             self.engines[x.engine as usize].stats.barrier_wait_ns += now - x.time;
@@ -234,10 +237,10 @@ impl Simulation {
             self.queue.push(now + lat, EventKind::Complete(x.engine));
         }
         if let Some(t) = &mut self.trace {
-            let arrivals =
-                arrivals.iter().map(|x| (x.core_ix, self.engines[x.engine as usize].engine, x.time)).collect();
-            t.events.push(TraceEvent::Barrier { group, arrivals, release: now });
+            let list = arrivals.iter().map(|x| (x.core_ix, self.engines[x.engine as usize].engine, x.time)).collect();
+            t.events.push(TraceEvent::Barrier { group, arrivals: list, release: now });
         }
+        self.barriers.recycle(arrivals);
     }
 
     /// Engine `e`'s current record completes.

@@ -54,6 +54,8 @@ pub struct Simulation {
     pub(crate) issues: Vec<BarrierIssue>,
     pub(crate) woken: Vec<u32>,
     pub(crate) buf: Vec<u8>,
+    /// Scratch vector clock (barrier joins).
+    pub(crate) vc_tmp: Vec<u32>,
     pub(crate) events: u64,
     pub(crate) instructions: u64,
     pub(crate) hbm_bytes: u64,
@@ -128,6 +130,7 @@ impl Simulation {
             issues: Vec::new(),
             woken: Vec::new(),
             buf: Vec::new(),
+            vc_tmp: Vec::new(),
             events: 0,
             instructions: 0,
             hbm_bytes: 0,

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use super::{CliError, bench_alloc, bench_neff};
+use super::{CliError, bench_alloc, bench_neff, bench_sim};
 
 /// The benchmarks.
 #[derive(Debug, Subcommand)]
@@ -16,6 +16,9 @@ pub enum BenchCommand {
     Alloc(bench_alloc::BenchAllocArgs),
     /// Full NEFF parse vs bare flate2 + tar inflate-and-walk of the same ~50 MB NEFF.
     Neff(bench_neff::BenchNeffArgs),
+    /// The simulator: simulated instructions/s and events/s on a generated
+    /// workload, and the overhead against a bare event loop of the same events.
+    Sim(bench_sim::BenchSimArgs),
 }
 
 /// Runs one benchmark.
@@ -23,5 +26,6 @@ pub fn run(c: BenchCommand) -> Result<ExitCode, CliError> {
     match c {
         BenchCommand::Alloc(a) => bench_alloc::run(&a),
         BenchCommand::Neff(a) => bench_neff::run(a),
+        BenchCommand::Sim(a) => bench_sim::run(&a),
     }
 }

@@ -9,6 +9,7 @@ mod alloc;
 mod bench;
 mod bench_alloc;
 mod bench_neff;
+mod bench_sim;
 mod fmt;
 mod gen_cmd;
 mod interp;
