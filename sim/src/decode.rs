@@ -216,3 +216,76 @@ fn body(r: &Record, op_vars: [Option<u32>; 3], ctx: &DecodeCtx<'_>, i: &mut Inst
         Opcode::SemWait | Opcode::Return => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lncsim_model::codegen::record::{Operand, Wait, matmul_imm};
+
+    fn ctx<'a>(ring: &'a [Option<DeviceDescriptor>], cost: &'a CostModel) -> DecodeCtx<'a> {
+        DecodeCtx { semaphores: 6, queues: 1, ring, descriptor_vars: &[(1, 2)], cost }
+    }
+
+    fn relocated(op: Opcode, lens: [u32; 3]) -> Record {
+        let mut r = Record::new(op, 9);
+        r.flags = FLAG_RELOCATED;
+        r.ops = lens.map(|l| Operand::physical(0x1000, l));
+        r
+    }
+
+    fn illegal(r: &Record, ring: &[Option<DeviceDescriptor>]) -> Option<Illegal> {
+        let cost = CostModel::default();
+        decode(&r.encode(), [None; 3], &ctx(ring, &cost)).illegal
+    }
+
+    #[test]
+    fn good_records_decode_with_their_accesses() {
+        let cost = CostModel::default();
+        let r = relocated(Opcode::Add, [64, 64, 64]);
+        let i = decode(&r.encode(), [Some(1), Some(2), Some(3)], &ctx(&[], &cost));
+        assert!(i.illegal.is_none());
+        assert_eq!(i.mems().len(), 3);
+        assert!(i.mem[0].write && !i.mem[1].write);
+        assert_eq!((i.mem[0].var_id, i.mem[2].var_id), (1, 3));
+        let d = DeviceDescriptor { src: 0x10, dst: 0x20, size: 8, queue: 0, flags: 0 };
+        let mut r = Record::new(Opcode::Dma, 1);
+        r.ops[0] = Operand::var(0, 0, 8);
+        let i = decode(&r.encode(), [None; 3], &ctx(&[Some(d)], &cost));
+        assert!(i.illegal.is_none());
+        assert_eq!((i.mem[0].pa, i.mem[1].pa, i.mem[0].var_id, i.mem[1].var_id), (0x20, 0x10, 2, 1));
+    }
+
+    #[test]
+    fn broken_records_are_illegal() {
+        let mut bytes = relocated(Opcode::Add, [64, 64, 64]).encode();
+        bytes[0] = 0xee;
+        let cost = CostModel::default();
+        assert!(matches!(decode(&bytes, [None; 3], &ctx(&[], &cost)).illegal, Some(Illegal::Decode(_))));
+        assert_eq!(illegal(&Record::new(Opcode::Ext, 0), &[]), Some(Illegal::Pseudo(Opcode::Ext)));
+        let mut r = relocated(Opcode::Mul, [64, 64, 64]);
+        r.flags = 0;
+        assert_eq!(illegal(&r, &[]), Some(Illegal::Unrelocated));
+        assert!(matches!(illegal(&relocated(Opcode::Add, [64, 60, 64]), &[]), Some(Illegal::Operands(_))));
+        assert!(matches!(illegal(&relocated(Opcode::Reduce, [12, 16, 0]), &[]), Some(Illegal::Operands(_))));
+        let mut mm = relocated(Opcode::MatMul, [16, 16, 16]);
+        mm.imm = matmul_imm(2, 3, 2).unwrap_or(0);
+        assert!(matches!(illegal(&mm, &[]), Some(Illegal::Operands(_))));
+        let mut w = Record::new(Opcode::SemWait, 0);
+        w.waits[0] = Some(Wait { sem: 6, value: 1 });
+        assert_eq!(illegal(&w, &[]), Some(Illegal::Semaphore(6)));
+        let mut s = Record::new(Opcode::SemSignal, 0);
+        s.ops[0] = Operand::var(7, 0, 0);
+        assert_eq!(illegal(&s, &[]), Some(Illegal::Semaphore(7)));
+        let mut d = Record::new(Opcode::Dma, 0);
+        d.ops[0] = Operand::var(1, 0, 8);
+        assert_eq!(illegal(&d, &[]), Some(Illegal::Queue(1)));
+        d.ops[0] = Operand::var(0, 3, 8);
+        assert!(matches!(illegal(&d, &[]), Some(Illegal::Descriptor(m)) if m.contains("past the ring")));
+        let desc = DeviceDescriptor { src: 0, dst: 0, size: 16, queue: 0, flags: 0 };
+        d.ops[0] = Operand::var(0, 0, 8);
+        assert!(matches!(illegal(&d, &[Some(desc)]), Some(Illegal::Descriptor(m)) if m.contains("16 bytes")));
+        let mut q = Record::new(Opcode::SwitchQueue, 0);
+        q.ops[0] = Operand::var(4, 0, 0);
+        assert_eq!(illegal(&q, &[]), Some(Illegal::Queue(4)));
+    }
+}

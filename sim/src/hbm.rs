@@ -131,3 +131,51 @@ impl Hbm {
         self.regions.iter().map(|r| r.data.len() as u64).sum()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::MemDevice;
+    use lncsim_model::codegen::VarKind;
+    use lncsim_model::load::VarImage;
+
+    fn image(vars: Vec<(u64, u64)>) -> CoreImage {
+        CoreImage {
+            core: 0,
+            tpb: 0,
+            engines: Vec::new(),
+            vars: vars
+                .into_iter()
+                .map(|(pa, size)| VarImage { name: "v".into(), kind: VarKind::Scratch, pa, size })
+                .collect(),
+            queues: Vec::new(),
+            semaphores: 5,
+            barrier_groups: Default::default(),
+        }
+    }
+
+    #[test]
+    fn mirrors_merge_overlapping_vars_and_write_back_dirty_ones() {
+        let d = MemDevice::new(1);
+        let a = d.mem_alloc(0, 256, 64).unwrap();
+        let b = d.mem_alloc(0, 64, 4096).unwrap();
+        d.copy_in(0, a + 100, &[7]).unwrap();
+        // A var, another inside it, one straddling its end, and one elsewhere.
+        let img = image(vec![(a, 128), (a + 16, 16), (a + 120, 136), (b, 64)]);
+        let mut h = Hbm::mirror(&d, &[img]).unwrap();
+        assert_eq!(h.bytes(), 256 + 64);
+        let (r, off) = h.locate(a + 100, 1).unwrap();
+        assert_eq!(h.slice(r, off, 1), &[7]);
+        assert!(h.locate(a + 250, 10).is_none(), "past the region");
+        assert!(h.locate(b - 8, 16).is_none(), "between regions");
+        let (rb, ob) = h.locate(b, 4).unwrap();
+        h.write(rb, ob, &[1, 2, 3, 4]);
+        let mut buf = Vec::new();
+        h.copy((rb, ob), (r, off), 4, &mut buf);
+        h.write_back(&d).unwrap();
+        assert_eq!(d.copy_out(b, 4).unwrap(), vec![1, 2, 3, 4]);
+        assert_eq!(d.copy_out(a + 100, 4).unwrap(), vec![1, 2, 3, 4]);
+        // A var outside every allocation cannot be mirrored.
+        assert!(Hbm::mirror(&d, &[image(vec![(0x10, 8)])]).is_err());
+    }
+}

@@ -166,3 +166,30 @@ fn the_event_budget_fails_a_long_run() {
     assert_eq!(report.outcome, Outcome::EventBudget);
     assert!(matches!(report.violations[..], [Violation::EventBudget { events_max: 5, .. }]));
 }
+
+#[test]
+fn an_access_outside_every_var_is_unmapped_and_skipped() {
+    let s = stage(&module(ONE_CORE), 3);
+    patch_record(&s.device, &s.images[0], Engine::Act, |r| r.opcode == Opcode::Relu, |r| {
+        r.ops[0] = lncsim_model::codegen::record::Operand::physical(0x10, r.ops[0].c)
+    });
+    let rec = Recorder::start();
+    let (report, out) = s.run(SimConfig::seeded(0));
+    assert!(rec.hits("sim.unmapped") > 0);
+    let v: Vec<&Violation> = report.of_kind("unmapped").collect();
+    assert!(matches!(v[..], [Violation::Unmapped { pa: 0x10, len: 64, .. }]), "{report}");
+    assert_ne!(out, s.golden, "the relu's result went nowhere");
+}
+
+#[test]
+fn a_barrier_arrival_that_disagrees_with_its_group_is_reported() {
+    let s = stage(&module(HANDOFF), 1);
+    // Core 1's arrival claims three participants; the group lists two.
+    patch_record(&s.device, &s.images[1], Engine::Sp, |r| r.opcode == Opcode::Barrier, |r| r.ops[0].c = 3);
+    let rec = Recorder::start();
+    let (report, _) = s.run(SimConfig::seeded(0));
+    assert!(rec.hits("sim.barrier.mismatch") > 0);
+    let v: Vec<&Violation> = report.of_kind("barrier-mismatch").collect();
+    assert!(!v.is_empty(), "{report}");
+    assert!(v.iter().any(|m| m.to_string().contains("the record says 3 participants")), "{report}");
+}

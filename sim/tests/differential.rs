@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use support::*;
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
     fn generated_programs_compute_the_interpreters_outputs(
@@ -48,4 +48,25 @@ fn jitter_changes_the_schedule_but_not_the_outputs() {
         })
         .collect();
     assert!(hashes.len() > 8, "jitter explores schedules: {} distinct", hashes.len());
+}
+
+#[test]
+fn a_sweep_of_default_programs_on_one_to_eight_cores_passes() {
+    use lncsim_model::program::{GenConfig, SizeClass};
+    let mut instructions = 0;
+    for seed in 0..200u64 {
+        let cores = 1 + (seed % 8) as u32;
+        let program = generate(&GenConfig::new(seed, cores, SizeClass::Small));
+        let s = stage(&program, seed);
+        let mut cfg = SimConfig::seeded(seed);
+        if seed % 2 == 1 {
+            cfg = cfg.with_jitter();
+        }
+        cfg.faults = FaultPlan::random(seed, cores, 20_000);
+        let (report, out) = s.run(cfg);
+        assert!(report.passed(), "seed {seed}: {report}");
+        assert_eq!(out, s.golden, "seed {seed}");
+        instructions += report.instructions;
+    }
+    assert!(instructions > 200 * 24, "{instructions}");
 }
