@@ -90,8 +90,10 @@ impl Trace {
         json!({"traceEvents": ev, "displayTimeUnit": "ns"})
     }
 
-    /// Writes the Chrome trace-event JSON to `w`.
+    /// Writes the Chrome trace-event JSON to `w` (buffered here).
     pub fn write_chrome(&self, w: impl Write) -> std::io::Result<()> {
-        serde_json::to_writer(w, &self.to_chrome_json()).map_err(std::io::Error::other)
+        let mut w = std::io::BufWriter::new(w);
+        serde_json::to_writer(&mut w, &self.to_chrome_json()).map_err(std::io::Error::other)?;
+        w.flush()
     }
 }

@@ -137,3 +137,43 @@ impl fmt::Display for SimReport {
         Ok(())
     }
 }
+
+impl SimReport {
+    /// A stable JSON summary (object keys sorted): figures, per-core and
+    /// per-engine stats, and every violation as `{kind, message}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::json;
+        let cores: Vec<serde_json::Value> = self
+            .cores
+            .iter()
+            .map(|c| {
+                let engines: Vec<serde_json::Value> = c
+                    .engines
+                    .iter()
+                    .map(|e| {
+                        json!({
+                            "engine": format!("{:?}", e.engine), "instructions": e.instructions,
+                            "busy_ns": e.busy_ns, "sem_wait_ns": e.sem_wait_ns, "barrier_wait_ns": e.barrier_wait_ns,
+                            "stalled_ns": e.stalled_ns, "finished_at": e.finished_at, "halted": e.halted,
+                        })
+                    })
+                    .collect();
+                let queues: Vec<serde_json::Value> = c
+                    .queues
+                    .iter()
+                    .map(|q| json!({"name": q.name, "transfers": q.transfers, "bytes": q.bytes, "busy_ns": q.busy_ns}))
+                    .collect();
+                json!({"core": c.core, "tpb": c.tpb, "engines": engines, "queues": queues})
+            })
+            .collect();
+        let violations: Vec<serde_json::Value> =
+            self.violations.iter().map(|v| json!({"kind": v.kind(), "message": v.to_string()})).collect();
+        json!({
+            "seed": self.seed, "outcome": format!("{:?}", self.outcome), "passed": self.passed(),
+            "time_ns": self.time_ns, "instructions": self.instructions, "events": self.events,
+            "hbm_bytes": self.hbm_bytes, "compute_bytes": self.compute_bytes, "mirrored_bytes": self.mirrored_bytes,
+            "trace_hash": format!("{:016x}", self.trace_hash), "cores": cores,
+            "violations": violations, "violations_dropped": self.violations_dropped,
+        })
+    }
+}

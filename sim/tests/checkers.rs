@@ -170,9 +170,13 @@ fn the_event_budget_fails_a_long_run() {
 #[test]
 fn an_access_outside_every_var_is_unmapped_and_skipped() {
     let s = stage(&module(ONE_CORE), 3);
-    patch_record(&s.device, &s.images[0], Engine::Act, |r| r.opcode == Opcode::Relu, |r| {
-        r.ops[0] = lncsim_model::codegen::record::Operand::physical(0x10, r.ops[0].c)
-    });
+    patch_record(
+        &s.device,
+        &s.images[0],
+        Engine::Act,
+        |r| r.opcode == Opcode::Relu,
+        |r| r.ops[0] = lncsim_model::codegen::record::Operand::physical(0x10, r.ops[0].c),
+    );
     let rec = Recorder::start();
     let (report, out) = s.run(SimConfig::seeded(0));
     assert!(rec.hits("sim.unmapped") > 0);

@@ -83,3 +83,18 @@ fn the_chrome_trace_has_a_process_per_core_a_thread_per_engine_and_queue_and_bar
     assert_ne!(starts[0]["pid"], ends[0]["pid"], "the flow crosses cores");
     assert_eq!(v["displayTimeUnit"], "ns");
 }
+
+#[test]
+fn the_json_report_is_stable_and_complete() {
+    let s = stage(&module(HANDOFF), 1);
+    let (a, _) = s.run(SimConfig::seeded(3));
+    let (b, _) = s.run(SimConfig::seeded(3));
+    let (ja, jb) = (a.to_json().to_string(), b.to_json().to_string());
+    assert_eq!(ja, jb);
+    let v: Value = serde_json::from_str(&ja).unwrap();
+    assert_eq!(v["passed"], true);
+    assert_eq!(v["cores"].as_array().unwrap().len(), 2);
+    assert_eq!(v["cores"][1]["queues"][0]["bytes"], 64);
+    assert_eq!(v["trace_hash"], format!("{:016x}", a.trace_hash));
+    assert_eq!(v["instructions"], a.instructions);
+}

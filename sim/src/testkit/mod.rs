@@ -9,10 +9,12 @@
 //! [`Device`]: lncsim_model::load::Device
 
 mod mem_device;
+mod patch;
 mod place;
 mod stage;
 
 pub use mem_device::{MemDevice, MemSnapshot};
+pub use patch::patch_record;
 pub use place::{PlaceOptions, place, split_and_place};
 pub use stage::{StageError, stage};
 

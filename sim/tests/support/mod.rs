@@ -106,8 +106,8 @@ pub fn gen_config(
     )
 }
 
-/// Rewrites, in device memory, the first record of `engine` on image `core_ix`
-/// that `pick` accepts; returns its index.
+/// Rewrites, in device memory, the first record of `engine` on `image` that
+/// `pick` accepts; returns its index (panics when none is picked).
 pub fn patch_record(
     device: &MemDevice,
     image: &CoreImage,
@@ -115,17 +115,5 @@ pub fn patch_record(
     pick: impl Fn(&lncsim_model::codegen::record::Record) -> bool,
     edit: impl FnOnce(&mut lncsim_model::codegen::record::Record),
 ) -> usize {
-    use lncsim_model::codegen::record::{RECORD_SIZE, Record};
-    use lncsim_model::load::Device;
-    let s = &image.engines[engine.index()];
-    let bytes = device.copy_out(s.pa, s.records * RECORD_SIZE as u64).unwrap();
-    let (k, mut r) = bytes
-        .chunks_exact(RECORD_SIZE)
-        .map(|b| Record::decode(b).unwrap())
-        .enumerate()
-        .find(|(_, r)| pick(r))
-        .expect("a record to patch");
-    edit(&mut r);
-    device.copy_in(image.tpb, s.pa + (k * RECORD_SIZE) as u64, &r.encode()).unwrap();
-    k
+    lncsim_sim::testkit::patch_record(device, image, engine, pick, edit).unwrap().expect("a record to patch")
 }
