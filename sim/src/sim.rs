@@ -230,3 +230,21 @@ pub fn simulate(device: &dyn Device, images: &[CoreImage], config: SimConfig) ->
     sim.write_back(device)?;
     Ok(report)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::MemDevice;
+
+    #[test]
+    fn a_simulation_can_move_to_another_thread_and_an_empty_one_finishes() {
+        fn send<T: Send>() {}
+        send::<Simulation>();
+        send::<SimReport>();
+        let mut sim = Simulation::new(&MemDevice::new(1), &[], SimConfig::default()).unwrap();
+        let r = sim.run();
+        assert_eq!((r.outcome, r.instructions, r.events), (Outcome::Finished, 0, 0));
+        assert!(r.passed());
+        assert_eq!(sim.run().trace_hash, r.trace_hash, "a second run returns the same report");
+    }
+}

@@ -31,8 +31,9 @@ fn bad_inputs_and_disagreeing_cores_are_typed_errors() {
     assert_eq!(write_inputs(&device, &images, &Values::new()), Err(IoError::MissingInput("x".into())));
     let short: Values = [("x".to_string(), vec![1, 2, 3])].into_iter().collect();
     assert_eq!(write_inputs(&device, &images, &short), Err(IoError::Size { name: "x".into(), want: 64, got: 12 }));
-    // Core 1 declares `out` somewhere else.
-    let v = images[1].vars.iter_mut().find(|v| v.name == "out").unwrap();
+    // Core 0 also declares `out`, somewhere else.
+    let mut v = images[1].vars.iter().find(|v| v.name == "out").unwrap().clone();
     v.pa += 4;
+    images[0].vars.push(v);
     assert_eq!(read_outputs(&device, &images), Err(IoError::Ambiguous("out".into())));
 }
