@@ -61,7 +61,7 @@ pub use cost::CostModel;
 pub use fault::{DmaSpikes, FaultPlan, StallFault};
 pub use queue::{Event, EventKind, EventQueue, Time, bare_event_loop};
 pub use report::{CoreStats, EngineStats, Outcome, QueueStats, SimReport};
-pub use sim::{Simulation, simulate};
+pub use sim::{MAX_CORES, Simulation, simulate};
 pub use trace::{Trace, TraceCore, TraceEvent};
 pub use violation::{Illegal, RaceKind, Site, Violation, WaitFor, Waiter};
 

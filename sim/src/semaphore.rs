@@ -15,6 +15,7 @@ pub(crate) struct Semaphore {
     pub count: u32,
     /// Engines blocked on it (global engine indices).
     pub waiters: Vec<u32>,
+    /// Join of the signallers' clocks (allocated at the first tracked signal).
     acc: Vec<u32>,
     wanted: Vec<u32>,
     remaining: Vec<u32>,
@@ -23,14 +24,14 @@ pub(crate) struct Semaphore {
 }
 
 impl Semaphore {
-    /// A zero semaphore waited for as `plan` says, tracking clocks `threads` wide (0: no tracking).
-    pub(crate) fn new(plan: &SemPlan, threads: usize) -> Semaphore {
+    /// A zero semaphore waited for as `plan` says.
+    pub(crate) fn new(plan: &SemPlan) -> Semaphore {
         let n = plan.wanted.len();
         let cursor = plan.wanted.partition_point(|&v| v == 0);
         Semaphore {
             count: 0,
             waiters: Vec::new(),
-            acc: vec![0; threads],
+            acc: Vec::new(),
             wanted: plan.wanted.clone(),
             remaining: plan.waits.clone(),
             snaps: vec![NONE; n],
@@ -43,6 +44,9 @@ impl Semaphore {
         self.count = self.count.saturating_add(1);
         if vc.is_empty() {
             return;
+        }
+        if self.acc.len() != vc.len() {
+            self.acc.resize(vc.len(), 0);
         }
         join(&mut self.acc, vc);
         while self.cursor < self.wanted.len() && self.wanted[self.cursor] <= self.count {
@@ -78,7 +82,7 @@ mod tests {
     fn a_wait_acquires_the_clock_at_its_value_not_later_signals() {
         let plan = SemPlan { wanted: vec![1, 3], waits: vec![1, 1] };
         let mut pool = VcPool::new(2);
-        let mut s = Semaphore::new(&plan, 2);
+        let mut s = Semaphore::new(&plan);
         s.signal(&[1, 0], &mut pool);
         s.signal(&[2, 0], &mut pool);
         s.signal(&[3, 0], &mut pool);

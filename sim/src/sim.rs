@@ -23,6 +23,9 @@ use crate::trace::{Trace, TraceCore, TraceHasher};
 use crate::vars::{NONE, VarTable};
 use crate::violation::{Site, Violation};
 
+/// Most cores one simulation runs (vector clocks are `5 * cores` wide).
+pub const MAX_CORES: usize = 256;
+
 /// A simulation of every loaded core on one shared HBM.
 #[derive(Debug)]
 pub struct Simulation {
@@ -72,8 +75,11 @@ impl Simulation {
         let p = Program::build(device, images, &config.cost)?;
         let threads = p.streams.len();
         let vc_threads = if config.checks.races { threads } else { 0 };
-        if threads > usize::from(u16::MAX) {
-            return Err(SimError::BadImage(format!("{} cores is more than the simulator handles", images.len())));
+        if images.len() > MAX_CORES {
+            return Err(SimError::BadImage(format!(
+                "{} cores; the simulator handles at most {MAX_CORES}",
+                images.len()
+            )));
         }
         let engines = p.streams.iter().map(|s| EngineRt::new(s.core_ix, s.engine)).collect();
         let mut site_base = Vec::with_capacity(threads);
@@ -82,8 +88,7 @@ impl Simulation {
             site_base.push(next);
             next = next.saturating_add(s.instrs.len() as u32);
         }
-        let sems =
-            p.sems.iter().map(|core| core.iter().map(|plan| Semaphore::new(plan, vc_threads)).collect()).collect();
+        let sems = p.sems.iter().map(|core| core.iter().map(Semaphore::new).collect()).collect();
         let qfree = p.cores.iter().map(|c| vec![0; c.queues.len()]).collect();
         let qstats = p
             .cores
