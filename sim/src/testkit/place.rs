@@ -18,6 +18,9 @@ pub struct PlaceOptions {
     pub skip_barrier_renumbering: bool,
     /// Place the named location at the address of the second one (same core).
     pub overlap: Option<(String, String)>,
+    /// Keep consumer views' own names and each core's own barrier IDs, for
+    /// modules headed to the real linker (which unifies names and renumbers).
+    pub for_linker: bool,
     /// Move the consumer views of this shared tensor by this many bytes (unsynced).
     pub unsync_shared: Option<(String, u64)>,
 }
@@ -63,12 +66,15 @@ pub fn place(modules: &mut [Module], opts: &PlaceOptions) {
                 at = at.map(|a| a + delta);
             }
             l.address = at;
-            l.name = r.name.clone();
+            if !opts.for_linker {
+                l.name = r.name.clone();
+            }
         }
         for f in &mut m.functions {
             for i in &mut f.insts {
                 if let Op::CoreBarrier(b) = &mut i.op
                     && !opts.skip_barrier_renumbering
+                    && !opts.for_linker
                 {
                     b.id = slot;
                     slot += 1;
