@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 mod fmt;
 mod gen_cmd;
 mod interp;
+mod link;
 mod run;
 mod split;
 
@@ -40,6 +41,8 @@ pub enum Command {
     Split(split::SplitArgs),
     /// Run the whole flow on one program and check every invariant.
     Run(run::RunArgs),
+    /// Link per-core modules (or a split program) into one `<name>/sgLnk` module and print it.
+    Link(link::LinkArgs),
 }
 
 /// A command's failure: one line for the user and an exit status.
@@ -114,5 +117,6 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Interp(a) => interp::run(a),
         Command::Split(a) => split::run(a),
         Command::Run(a) => run::run(a),
+        Command::Link(a) => link::run(a),
     }
 }
