@@ -49,8 +49,7 @@ pub fn get_sg_dir_name_for_def(def: &ModuleDef) -> String {
 }
 
 /// Per-definition prep: every module is valid IR, has a NeuronCoreId and
-/// exactly one function without calls or returns (the linker inserts those),
-/// and the barrier arrivals of all modules form complete, consistent groups.
+/// exactly one function without calls or returns (the linker inserts those).
 pub fn run_module_def_passes(modules: &[Module]) -> Result<(), LinkError> {
     if modules.is_empty() {
         return Err(LinkError::NoModules);
@@ -68,7 +67,7 @@ pub fn run_module_def_passes(modules: &[Module]) -> Result<(), LinkError> {
             return Err(not(format!("instruction `{}` is a call or return; the linker inserts those", i.name)));
         }
     }
-    check_barrier_groups(modules)
+    Ok(())
 }
 
 /// Every barrier group: one participant list agreed by every arrival, and
@@ -102,8 +101,9 @@ fn check_barrier_groups(modules: &[Module]) -> Result<(), LinkError> {
 }
 
 /// Builds the module-definition table: the def count must match the module
-/// count, the cores must be exactly `0..lnc_size`, and every module must carry
-/// the same program name and lnc_size. Call after [`run_module_def_passes`].
+/// count, the cores must be exactly `0..lnc_size`, every module must carry
+/// the same program name and lnc_size, and the barrier arrivals of all
+/// modules must form complete, consistent groups. Call after [`run_module_def_passes`].
 pub fn init_def_info(modules: &[Module]) -> Result<DefInfo, LinkError> {
     let first = modules.first().ok_or(LinkError::NoModules)?;
     let mut by_core: BTreeMap<u32, usize> = BTreeMap::new();
@@ -134,6 +134,7 @@ pub fn init_def_info(modules: &[Module]) -> Result<DefInfo, LinkError> {
     if let Some(core) = (0..lnc).find(|c| !by_core.contains_key(c)) {
         return Err(LinkError::MissingCore { core, lnc, modules: modules.len() });
     }
+    check_barrier_groups(modules)?;
     let defs: Vec<ModuleDef> = by_core
         .iter()
         .map(|(&core, &module)| ModuleDef { def_id: core, core, instance: 0, module, sg_dir: artifact_dir(core) })
