@@ -157,7 +157,10 @@ impl fmt::Display for PostLinkReport {
                 q.name, q.cores, q.instances, q.semaphores, q.semaphores_sum
             )?;
         }
-        writeln!(w, "# barriers renumbered: {} (slot ids 0..{})", self.barriers_renumbered, self.barriers_renumbered)?;
+        match self.barriers_renumbered {
+            0 => writeln!(w, "# barriers renumbered: 0")?,
+            n => writeln!(w, "# barriers renumbered: {n} (slot ids 0 to {})", n - 1)?,
+        }
         for b in &self.barriers {
             writeln!(w, "#   {} {}: group {} -> id {}", b.function, b.inst, b.group, b.id)?;
         }
