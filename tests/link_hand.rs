@@ -5,6 +5,7 @@
 
 use lncsim_model::ir::{self, *};
 use lncsim_model::link::barriers::{order_core_barriers_and_collectives, renumber_core_barriers};
+use lncsim_model::link::outputs::has_real_readers;
 use lncsim_model::link::{LinkError, LinkOptions, check_link, dry_run, link, link_with};
 use lncsim_model::marks::Recorder;
 
@@ -26,6 +27,8 @@ fn fix_output_kind_demotes_intermediates_erases_unproduced_outputs_and_keeps_tru
     let l = link_with(&modules, &LinkOptions::default()).unwrap();
     let m = &l.module;
     assert_eq!(loc(m, "y").usage, Usage::Internal, "consumed on core 1: an intermediate");
+    assert!(has_real_readers(m, m.loc_by_name("y").unwrap()), "core 1 adds it");
+    assert!(!has_real_readers(m, m.loc_by_name("z").unwrap()), "only a DMA copy reads z");
     assert!(m.loc_by_name("unused").is_none(), "no writer, no reader: erased");
     assert_eq!(loc(m, "out0").usage, Usage::Output);
     assert_eq!(loc(m, "out1").usage, Usage::Output);

@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
+mod bench_link;
 mod fmt;
 mod gen_cmd;
 mod interp;
@@ -41,6 +43,8 @@ pub enum Command {
     Split(split::SplitArgs),
     /// Run the whole flow on one program and check every invariant.
     Run(run::RunArgs),
+    /// Run a speed benchmark and print its figures against its targets.
+    Bench(bench::BenchArgs),
     /// Link per-core modules (or a split program) into one `<name>/sgLnk` module and print it.
     Link(link::LinkArgs),
 }
@@ -118,5 +122,6 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Split(a) => split::run(a),
         Command::Run(a) => run::run(a),
         Command::Link(a) => link::run(a),
+        Command::Bench(a) => bench::run(&a),
     }
 }

@@ -37,6 +37,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::LinkError;
 use super::defs::DefInfo;
+use super::names::NameTable;
 use crate::ir::{MemLocId, MemoryLocation, Module, RemoteLocalTarget, Usage};
 use crate::marks;
 
@@ -93,10 +94,35 @@ fn external_difference(a: &MemoryLocation, b: &MemoryLocation) -> Option<String>
     (!diff.is_empty()).then(|| format!("{} differ from the declaration already linked", diff.join(", ")))
 }
 
+trait CloneWithoutName {
+    /// A copy with an empty name and no aliases (cheaper than a full clone).
+    fn clone_without_name(&self) -> MemoryLocation;
+}
+
+impl CloneWithoutName for MemoryLocation {
+    fn clone_without_name(&self) -> MemoryLocation {
+        MemoryLocation {
+            name: String::new(),
+            mem_type: self.mem_type,
+            usage: self.usage,
+            dtype: self.dtype,
+            elem_count: self.elem_count,
+            address: self.address,
+            partition: self.partition,
+            bank: self.bank,
+            is_shared_post_dram_alloc: self.is_shared_post_dram_alloc,
+            remote_local_target: None,
+            aliases: Vec::new(),
+            init: self.init,
+        }
+    }
+}
+
 struct Planner<'a> {
     modules: &'a [Module],
     info: &'a DefInfo,
-    names: BTreeMap<String, MemLocId>,
+    /// Claimed names.
+    names: NameTable,
     plan: AllocPlan,
 }
 
@@ -112,38 +138,47 @@ pub fn copy_allocs(modules: &[Module], info: &DefInfo) -> Result<AllocPlan, Link
         ..AllocPlan::default()
     };
     plan.own_map = plan.inst_map.clone();
-    let mut p = Planner { modules, info, names: BTreeMap::new(), plan };
+    let total: usize = info.defs.iter().map(|d| modules[d.module].memlocs.len()).sum();
+    let names = NameTable::with_capacity(total);
+    plan.locs.reserve(total);
+    let mut p = Planner { modules, info, names, plan };
     p.externals()?;
     p.privates();
     p.views()?;
     Ok(p.plan)
 }
 
-impl Planner<'_> {
-    fn push(&mut self, loc: MemoryLocation) -> MemLocId {
+impl<'a> Planner<'a> {
+    /// Adds `loc` (aliases dropped) under `name`.
+    /// Appends `loc` (aliases dropped) as `name`; the name must be claimed already.
+    fn push(&mut self, loc: &MemoryLocation, name: String) -> MemLocId {
         let id = MemLocId::from_index(self.plan.locs.len());
-        self.names.insert(loc.name.clone(), id);
-        self.plan.locs.push(loc);
+        let mut new = MemoryLocation { name, aliases: Vec::new(), ..loc.clone_without_name() };
+        new.remote_local_target.clone_from(&loc.remote_local_target);
+        self.plan.locs.push(new);
         id
     }
 
-    /// A free name for `name` of core `core`: itself, else `<name>.nc<core>[.k]`.
-    fn claim(&mut self, d: usize, name: &str, core: u32) -> String {
-        if !self.names.contains_key(name) {
-            return name.to_string();
+    /// Adds `loc` of core `core` under its own name when free, else under
+    /// `<name>.nc<core>[.k]` (a reported collision).
+    fn claim_push(&mut self, d: usize, loc: &MemoryLocation, core: u32) -> MemLocId {
+        let id = MemLocId::from_index(self.plan.locs.len());
+        let name = &loc.name;
+        if self.names.try_claim(name, id, &self.plan.locs) {
+            return self.push(loc, name.clone());
         }
         let base = format!("{name}.nc{core}");
         let mut new = base.clone();
         let mut k = 2;
-        while self.names.contains_key(&new) {
+        while !self.names.try_claim(&new, id, &self.plan.locs) {
             new = format!("{base}.{k}");
             k += 1;
         }
         marks::hit("link.name_collision");
         let sg = &self.info.defs[d].sg_dir;
         self.plan.messages.push(format!("Name collision for Input {name} in subgraph {sg}: renamed to {new}"));
-        self.plan.mem_map[d].insert(name.to_string(), new.clone());
-        new
+        self.plan.mem_map[d].insert(name.clone(), new.clone());
+        self.push(loc, new)
     }
 
     fn externals(&mut self) -> Result<(), LinkError> {
@@ -152,13 +187,13 @@ impl Planner<'_> {
                 if !is_external(l) {
                     continue;
                 }
-                let id = match self.names.get(&l.name) {
+                let fresh = MemLocId::from_index(self.plan.locs.len());
+                let id = match self.names.get(&l.name, &self.plan.locs) {
                     None => {
-                        let mut loc = l.clone();
-                        loc.aliases.clear();
-                        self.push(loc)
+                        self.names.try_claim(&l.name, fresh, &self.plan.locs);
+                        self.push(l, l.name.clone())
                     }
-                    Some(&id) => {
+                    Some(id) => {
                         if let Some(why) = external_difference(&self.plan.locs[id.index()], l) {
                             marks::hit("link.ext_collision");
                             let sg = def.sg_dir.clone();
@@ -182,10 +217,7 @@ impl Planner<'_> {
                 if is_external(l) || l.remote_local_target.is_some() {
                     continue;
                 }
-                let mut loc = l.clone();
-                loc.aliases.clear();
-                loc.name = self.claim(d, &l.name, def.core);
-                let id = self.push(loc);
+                let id = self.claim_push(d, l, def.core);
                 self.plan.inst_map[d][i] = id;
                 self.plan.own_map[d][i] = id;
             }
@@ -194,12 +226,24 @@ impl Planner<'_> {
 
     fn views(&mut self) -> Result<(), LinkError> {
         let core_to_def: BTreeMap<u32, usize> = self.info.defs.iter().enumerate().map(|(d, x)| (x.core, d)).collect();
-        // Per def: location name -> index, and which locations its function writes.
+        // Per def: the index of every location some view names as its target.
+        let mut wanted: Vec<BTreeSet<&str>> = vec![BTreeSet::new(); self.info.defs.len()];
+        for def in &self.info.defs {
+            for r in self.modules[def.module].memlocs.iter().filter_map(|l| l.remote_local_target.as_ref()) {
+                if let Some(&td) = core_to_def.get(&r.core) {
+                    wanted[td].insert(r.name.as_str());
+                }
+            }
+        }
         let by_name: Vec<BTreeMap<&str, usize>> = self
             .info
             .defs
             .iter()
-            .map(|d| self.modules[d.module].memlocs.iter().enumerate().map(|(i, l)| (l.name.as_str(), i)).collect())
+            .zip(&wanted)
+            .map(|(d, want)| {
+                let locs = self.modules[d.module].memlocs.iter().enumerate();
+                locs.filter(|(_, l)| want.contains(l.name.as_str())).map(|(i, l)| (l.name.as_str(), i)).collect()
+            })
             .collect();
         let written: Vec<Vec<bool>> = self
             .info
@@ -262,16 +306,15 @@ impl Planner<'_> {
                 let unified_name = self.plan.locs[unified.index()].name.clone();
                 self.plan.inp_map[d].insert(l.name.clone(), unified_name.clone());
                 self.plan.out_map[td].insert(r.name.clone(), unified_name.clone());
-                let mut view = l.clone();
-                view.aliases.clear();
+                let mut view = l.clone_without_name();
                 view.remote_local_target = Some(RemoteLocalTarget { name: unified_name, core: r.core });
                 if matches!(l.usage, Usage::Input | Usage::Output) {
                     marks::hit("link.io2spill");
                     view.usage = Usage::Spill;
                     self.plan.io2spill.push(format!("{} (core {})", l.name, def.core));
                 }
-                view.name = self.claim(d, &l.name, def.core);
-                let own = self.push(view);
+                view.name.clone_from(&l.name);
+                let own = self.claim_push(d, &view, def.core);
                 self.plan.inst_map[d][i] = unified;
                 self.plan.own_map[d][i] = own;
                 self.plan.aliases.push((own, unified));

@@ -64,8 +64,8 @@ pub fn init_call_graph_module(l: &mut BirLinker<'_>) {
 /// core `addFunction` + `cloneAttributesFrom` (NeuronCoreId carried into the
 /// function's attributes), `copyInstrs2BB`, `copyDeps`, and the core's tensor map.
 pub fn copy_modules_as_functions(l: &mut BirLinker<'_>) -> Result<AllocPlan, LinkError> {
-    let plan = copy_allocs(l.modules, &l.info)?;
-    l.main.memlocs = plan.locs.clone();
+    let mut plan = copy_allocs(l.modules, &l.info)?;
+    l.main.memlocs = std::mem::take(&mut plan.locs);
     let queue_ids: BTreeMap<String, QueueId> =
         l.main.queues.iter().enumerate().map(|(i, q)| (q.name.clone(), QueueId::from_index(i))).collect();
     let modules = l.modules;
@@ -83,12 +83,12 @@ pub fn copy_modules_as_functions(l: &mut BirLinker<'_>) -> Result<AllocPlan, Lin
         copy_deps(src, &mut f, &inst_dm);
         f.args = src.args.iter().map(|a| plan.own_map[d][a.index()]).collect();
         for w in f.insts.iter().filter_map(Inst::write) {
-            if plan.locs[w.loc.index()].usage != Usage::Output {
+            if l.main.memlocs[w.loc.index()].usage != Usage::Output {
                 continue;
             }
             match output_writer.get(&w.loc) {
                 Some(&first) if first != core => {
-                    let name = plan.locs[w.loc.index()].name.clone();
+                    let name = l.main.memlocs[w.loc.index()].name.clone();
                     return Err(LinkError::OutputWrittenTwice { name, first, second: core });
                 }
                 Some(_) => {}

@@ -82,17 +82,49 @@ struct Ck<'a> {
     loc_map: BTreeMap<(u32, MemLocId), MemLocId>,
     /// Input tensor -> the linked locations its accesses use (one, when linked right).
     by_key: BTreeMap<Key, BTreeSet<MemLocId>>,
+    /// Per input core: location name -> id.
+    names: BTreeMap<u32, BTreeMap<&'a str, MemLocId>>,
+    /// Linked location name -> id.
+    linked_names: BTreeMap<&'a str, MemLocId>,
+    /// Linked location -> the locations with a must-alias to it.
+    must_alias_in: BTreeMap<MemLocId, Vec<MemLocId>>,
+    /// (core, linked location) written by that core's linked function.
+    written: BTreeSet<(u32, MemLocId)>,
 }
 
 /// Checks `linked` against the `inputs` it was linked from; returns every violation (empty: pass).
 pub fn check_link(inputs: &[Module], linked: &Module) -> Vec<LinkViolation> {
-    let mut ck =
-        Ck { inputs: BTreeMap::new(), linked, out: Vec::new(), loc_map: BTreeMap::new(), by_key: BTreeMap::new() };
+    let mut ck = Ck {
+        inputs: BTreeMap::new(),
+        linked,
+        out: Vec::new(),
+        loc_map: BTreeMap::new(),
+        by_key: BTreeMap::new(),
+        names: BTreeMap::new(),
+        linked_names: BTreeMap::new(),
+        must_alias_in: BTreeMap::new(),
+        written: BTreeSet::new(),
+    };
     for m in inputs {
-        ck.inputs.insert(m.attrs.neuron_core_id.unwrap_or(0), m);
+        let c = m.attrs.neuron_core_id.unwrap_or(0);
+        ck.inputs.insert(c, m);
+        let idx = m.memlocs.iter().enumerate().map(|(i, l)| (l.name.as_str(), MemLocId::from_index(i))).collect();
+        ck.names.insert(c, idx);
     }
     if !ck.indices() {
         return ck.out;
+    }
+    for (i, l) in linked.memlocs.iter().enumerate() {
+        let id = MemLocId::from_index(i);
+        ck.linked_names.insert(l.name.as_str(), id);
+        for a in l.aliases.iter().filter(|a| a.kind == AliasKind::Must) {
+            ck.must_alias_in.entry(a.target).or_default().push(id);
+        }
+    }
+    for f in &linked.functions {
+        if let Some(c) = f.attrs.neuron_core_id {
+            ck.written.extend(f.insts.iter().filter_map(|i| i.write().map(|w| (c, w.loc))));
+        }
     }
     if let Err(e) = linked.verify() {
         for e in e.0 {

@@ -41,13 +41,22 @@ pub fn run_function_passes(l: &mut BirLinker<'_>) {
     fpass_insert_switch_queue_instances(l);
 }
 
-/// A name not used by any instruction of `f`: `want`, else `want.2`, `want.3`, ...
-fn fresh_inst_name(f: &Function, want: String) -> String {
-    let taken = |n: &str| f.insts.iter().any(|i| i.name == n);
-    if !taken(&want) {
-        return want;
-    }
-    (2..).map(|k| format!("{want}.{k}")).find(|n| !taken(n)).unwrap_or(want)
+/// The names of `f` that an inserted name could collide with (those with an
+/// inserted prefix), collected in one pass.
+fn inserted_like_names(f: &Function) -> BTreeSet<String> {
+    let like = |n: &str| [CB_RETURN_PREFIX, RETURN_PREFIX, SQI_PREFIX].iter().any(|p| n.starts_with(p));
+    f.insts.iter().filter(|i| like(&i.name)).map(|i| i.name.clone()).collect()
+}
+
+/// A name not in `taken`: `want`, else `want.2`, `want.3`, ...; recorded as taken.
+fn fresh_inst_name(taken: &mut BTreeSet<String>, want: String) -> String {
+    let name = if taken.contains(&want) {
+        (2..).map(|k| format!("{want}.{k}")).find(|n| !taken.contains(n)).unwrap_or(want)
+    } else {
+        want
+    };
+    taken.insert(name.clone());
+    name
 }
 
 /// The group of the completion barrier: one past every input group (0 when there are none).
@@ -86,12 +95,13 @@ pub fn fpass_insert_returns(l: &mut BirLinker<'_>) {
         let last = BlockId::from_index(f.blocks.len() - 1);
         let call = call_name(core, idx);
         let cb = CoreBarrier { group, participants: participants.clone(), id: 0, flagged: true };
-        let mut barrier =
-            Inst::new(fresh_inst_name(f, format!("{CB_RETURN_PREFIX}{call}")), Engine::Sp, Op::CoreBarrier(cb));
+        let mut taken = inserted_like_names(f);
+        let name = fresh_inst_name(&mut taken, format!("{CB_RETURN_PREFIX}{call}"));
+        let mut barrier = Inst::new(name, Engine::Sp, Op::CoreBarrier(cb));
         barrier.core = Some(core);
         barrier.deps = sinks;
         let b = f.push_inst(last, barrier);
-        let mut ret = Inst::new(fresh_inst_name(f, format!("{RETURN_PREFIX}{call}")), Engine::Sp, Op::Return);
+        let mut ret = Inst::new(fresh_inst_name(&mut taken, format!("{RETURN_PREFIX}{call}")), Engine::Sp, Op::Return);
         ret.core = Some(core);
         ret.deps = vec![Dep { inst: b, kind: EdgeKind::Control }];
         f.push_inst(last, ret);
@@ -100,17 +110,26 @@ pub fn fpass_insert_returns(l: &mut BirLinker<'_>) {
     marks::hit("link.fpass.insert_returns");
 }
 
-/// `checkInsertionPointValid`: position `pos` of block `block` lies before
-/// the function's first return or completion barrier.
-pub fn check_insertion_point_valid(f: &Function, block: usize, pos: usize) -> bool {
-    let Some(b) = f.blocks.get(block) else { return false };
-    if pos > b.insts.len() {
-        return false;
+/// The position (block, index) of the first return or completion barrier of
+/// `f`, or one past its end: no instruction may be inserted after it.
+pub fn insertion_limit(f: &Function) -> (usize, usize) {
+    for (bi, b) in f.blocks.iter().enumerate() {
+        for (pos, id) in b.insts.iter().enumerate() {
+            let i = &f.insts[id.index()];
+            let completion = matches!(i.op, Op::CoreBarrier(_)) && i.name.starts_with(CB_RETURN_PREFIX);
+            if matches!(i.op, Op::Return) || completion {
+                return (bi, pos);
+            }
+        }
     }
-    let before = f.blocks[..block].iter().flat_map(|b| b.insts.iter()).chain(b.insts[..pos].iter());
-    !before.map(|id| &f.insts[id.index()]).any(|i| {
-        matches!(i.op, Op::Return) || (matches!(i.op, Op::CoreBarrier(_)) && i.name.starts_with(CB_RETURN_PREFIX))
-    })
+    (f.blocks.len(), 0)
+}
+
+/// `checkInsertionPointValid`: position `pos` of block `block` exists and lies
+/// at or before `limit` ([`insertion_limit`]), i.e. before the function's
+/// first return or completion barrier.
+pub fn check_insertion_point_valid(f: &Function, limit: (usize, usize), block: usize, pos: usize) -> bool {
+    f.blocks.get(block).is_some_and(|b| pos <= b.insts.len()) && (block, pos) <= limit
 }
 
 /// `fpassInsertSwitchQueueInstances`: the rule in the module doc.
@@ -146,14 +165,16 @@ pub fn fpass_insert_switch_queue_instances(l: &mut BirLinker<'_>) {
                 inserts.push((bi, pos, q, instance));
             }
         }
+        let limit = insertion_limit(f);
+        let mut taken = if inserts.is_empty() { BTreeSet::new() } else { inserted_like_names(f) };
         // Insert back to front so earlier positions stay valid.
         for &(bi, pos, q, instance) in inserts.iter().rev() {
-            if !check_insertion_point_valid(f, bi, pos) {
+            if !check_insertion_point_valid(f, limit, bi, pos) {
                 marks::hit("link.sqi.invalid_point");
                 continue;
             }
             let queue = &l.main.queues[q.index()];
-            let name = fresh_inst_name(f, format!("{SQI_PREFIX}{}-{call}", queue.name));
+            let name = fresh_inst_name(&mut taken, format!("{SQI_PREFIX}{}-{call}", queue.name));
             let mut sqi = Inst::new(name, queue.owner, Op::SwitchQueueInstance { queue: q, instance });
             sqi.core = Some(def.core);
             let sid = InstId::from_index(f.insts.len());

@@ -246,6 +246,8 @@ fn files_where(dir: &Path, pred: impl Fn(&str) -> bool) -> Result<Vec<String>, L
 /// `setupLinkDir`: writes each core's artifacts, links them into `sgLnk`, and writes `tensor-map.json`.
 pub fn setup_link_dir(root: &Path, modules: &[Module], info: &DefInfo, tm: &TensorMap) -> Result<(), LinkDirError> {
     check_names(root, modules, info)?;
+    // The root is the caller's (trusted); everything under it goes through `ensure_dir`.
+    fs::create_dir_all(root).map_err(io(root))?;
     let name_rel = safe_rel_path(&info.name)?;
     let mod_dir = ensure_dir(root, &name_rel)?;
     ensure_dir(&mod_dir, Path::new("sgLnk"))?; // createLinkDir

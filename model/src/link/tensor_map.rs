@@ -87,7 +87,7 @@ pub fn entry_for(l: &MemoryLocation) -> Option<TensorMapEntry> {
 pub fn copy_tensor_map_for_func(l: &mut BirLinker<'_>, d: usize, plan: &AllocPlan) -> Result<(), LinkError> {
     let m = &l.modules[l.info.defs[d].module];
     for (i, loc) in m.memlocs.iter().enumerate() {
-        let linked = &plan.locs[plan.inst_map[d][i].index()];
+        let linked = &l.main.memlocs[plan.inst_map[d][i].index()];
         if loc.remote_local_target.is_some() {
             continue;
         }
@@ -111,12 +111,17 @@ pub fn copy_tensor_map_for_func(l: &mut BirLinker<'_>, d: usize, plan: &AllocPla
 /// `buildMainTensorMap` with `verifyTensorMap`: every entry names an external
 /// location of the linked module and matches it.
 pub fn build_main_tensor_map(l: &mut BirLinker<'_>) -> Result<(), LinkError> {
-    let by_name: BTreeMap<&str, &MemoryLocation> = l.main.memlocs.iter().map(|x| (x.name.as_str(), x)).collect();
-    for (name, e) in &l.tensor_map.entries {
-        let ok = by_name.get(name.as_str()).and_then(|x| entry_for(x)).is_some_and(|want| want == *e);
-        if !ok {
-            return Err(LinkError::TensorMap(format!("entry `{name}` does not match the linked module")));
+    let mut found = 0;
+    for x in &l.main.memlocs {
+        if let Some(e) = l.tensor_map.entries.get(&x.name) {
+            if entry_for(x).as_ref() != Some(e) {
+                return Err(LinkError::TensorMap(format!("entry `{}` does not match the linked module", x.name)));
+            }
+            found += 1;
         }
+    }
+    if found != l.tensor_map.entries.len() {
+        return Err(LinkError::TensorMap("an entry names no location of the linked module".into()));
     }
     marks::hit("link.tensor_map.built");
     Ok(())

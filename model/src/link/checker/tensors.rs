@@ -11,12 +11,11 @@ impl<'a> Ck<'a> {
         let l = self.inputs.get(&c)?.memlocs.get(id.index())?;
         match &l.remote_local_target {
             Some(r) => {
-                let t = self.inputs.get(&r.core)?.memlocs.iter().position(|x| x.name == r.name)?;
-                let tl = &self.inputs[&r.core].memlocs[t];
-                if tl.remote_local_target.is_some() {
+                let t = *self.names.get(&r.core)?.get(r.name.as_str())?;
+                if self.inputs[&r.core].memlocs[t.index()].remote_local_target.is_some() {
                     return None;
                 }
-                self.key_of(r.core, MemLocId::from_index(t))
+                self.key_of(r.core, t)
             }
             None if matches!(l.usage, Usage::Input | Usage::Weight | Usage::Output) => Some(Key::Ext(l.name.clone())),
             None => Some(Key::Local(c, l.name.clone())),
@@ -142,7 +141,11 @@ impl<'a> Ck<'a> {
         for (&c, m) in &self.inputs {
             for (vi, v) in m.memlocs.iter().enumerate() {
                 let Some(r) = &v.remote_local_target else { continue };
-                let target = self.inputs.get(&r.core).and_then(|p| p.memlocs.iter().find(|x| x.name == r.name));
+                let target = self
+                    .names
+                    .get(&r.core)
+                    .and_then(|n| n.get(r.name.as_str()))
+                    .map(|t| &self.inputs[&r.core].memlocs[t.index()]);
                 let (Some(t), Some(key)) = (target, self.key_of(c, MemLocId::from_index(vi))) else {
                     errs.push((ViolationKind::Shared, format!("view `{}` of core {c} has no target", v.name)));
                     continue;
@@ -150,8 +153,8 @@ impl<'a> Ck<'a> {
                 let unified = match self.by_key.get(&key).map(|s| s.iter().copied().collect::<Vec<_>>()) {
                     Some(ls) if ls.len() == 1 => ls[0],
                     Some(_) => continue, // split: reported by `locations`
-                    None => match self.linked.memlocs.iter().position(|l| l.name == r.name) {
-                        Some(i) => MemLocId::from_index(i),
+                    None => match self.linked_names.get(r.name.as_str()) {
+                        Some(&i) => i,
                         None => {
                             errs.push((
                                 ViolationKind::Shared,
@@ -174,20 +177,17 @@ impl<'a> Ck<'a> {
                     errs.push((ViolationKind::Shared, msg));
                 }
                 let renamed = format!("{}.nc{c}", v.name);
-                let has_alias = self.linked.memlocs.iter().enumerate().any(|(i, s)| {
-                    i != unified.index()
-                        && (s.name == v.name || s.name.starts_with(&renamed))
-                        && s.aliases.iter().any(|a| a.target == unified && a.kind == AliasKind::Must)
+                let has_alias = self.must_alias_in.get(&unified).is_some_and(|srcs| {
+                    srcs.iter().any(|s| {
+                        let n = &self.linked.memlocs[s.index()].name;
+                        *s != unified && (*n == v.name || n.starts_with(&renamed))
+                    })
                 });
                 if !has_alias {
-                    errs.push((
-                        ViolationKind::Alias,
-                        format!("view `{}` of core {c} lost its must-alias to `{}`", v.name, u.name),
-                    ));
+                    let msg = format!("view `{}` of core {c} lost its must-alias to `{}`", v.name, u.name);
+                    errs.push((ViolationKind::Alias, msg));
                 }
-                let producer_writes = funcs.get(&r.core).is_some_and(|&f| {
-                    self.linked.functions[f.index()].insts.iter().any(|i| i.write().is_some_and(|w| w.loc == unified))
-                });
+                let producer_writes = funcs.contains_key(&r.core) && self.written.contains(&(r.core, unified));
                 if r.core == c || !producer_writes {
                     let msg = format!(
                         "alias of `{}` does not join a write on core {} to a reader on core {c}",
