@@ -5,6 +5,7 @@
 
 use lncsim_model::ir::{self, *};
 use lncsim_model::link::barriers::{order_core_barriers_and_collectives, renumber_core_barriers};
+use lncsim_model::link::fpass::completion_group;
 use lncsim_model::link::outputs::has_real_readers;
 use lncsim_model::link::{LinkError, LinkOptions, check_link, dry_run, link, link_with};
 use lncsim_model::marks::Recorder;
@@ -187,6 +188,15 @@ fn returns_close_every_core_function_and_barriers_renumber_monotonically() {
         .filter_map(|o| if let Op::CoreBarrier(b) = o { Some(b.id) } else { None })
         .collect();
     assert_eq!(ids, [0, 1, 2, 3]);
+    // The completion group is one past the inputs' groups, or the first free one on overflow.
+    assert_eq!(completion_group(&modules), 1);
+    let huge = parse_all(&[
+        &SHARED_0.replace("group 0", "group 4294967295"),
+        &SHARED_1.replace("group 0", "group 4294967295"),
+    ]);
+    assert_eq!(completion_group(&huge), 0);
+    let l = link(&huge).unwrap();
+    assert_eq!(check_link(&huge, &l), vec![]);
     // Unflagged barriers keep their id; only flagged ones take the counter.
     let mut m2 = ir::parse(&SHARED_0.replace(" id 0 flagged", " id 7")).unwrap();
     let r = Recorder::start();

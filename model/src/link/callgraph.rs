@@ -48,11 +48,10 @@ pub fn init_call_graph_module(l: &mut BirLinker<'_>) {
     let mut dispatcher = Function::new(DISPATCHER);
     dispatcher.blocks[0].name = DISPATCHER.into();
     l.main.functions.push(dispatcher);
-    let mut seen = BTreeMap::new();
+    let mut seen = std::collections::BTreeSet::new();
     for def in &l.info.defs {
         for q in &l.modules[def.module].queues {
-            if !seen.contains_key(&q.name) {
-                seen.insert(q.name.clone(), ());
+            if seen.insert(q.name.clone()) {
                 let shell = DmaQueue { instances: Vec::new(), semaphores: 0, ..q.clone() };
                 l.main.queues.push(shell);
             }

@@ -353,7 +353,7 @@ impl<'a> Ck<'a> {
             }
             match self.loc_map.insert((c, a.loc), b.loc) {
                 Some(prev) if prev != b.loc => {
-                    let name = &m.memlocs[a.loc.index()].name;
+                    let name = m.memlocs.get(a.loc.index()).map_or("?", |l| l.name.as_str());
                     self.bad(ViolationKind::Shared, format!("core {c}'s `{name}` is split in two linked locations"));
                 }
                 _ => {}

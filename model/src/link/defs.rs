@@ -76,7 +76,7 @@ fn check_barrier_groups(modules: &[Module]) -> Result<(), LinkError> {
     let mut groups: BTreeMap<u32, (Vec<u32>, BTreeSet<u32>)> = BTreeMap::new();
     for m in modules {
         let core = m.attrs.neuron_core_id.unwrap_or(0);
-        for inst in &m.functions[0].insts {
+        for inst in m.functions.iter().flat_map(|f| &f.insts) {
             let Op::CoreBarrier(b) = &inst.op else { continue };
             let bad = |why: String| LinkError::BarrierGroup { group: b.group, why };
             let e = groups.entry(b.group).or_insert_with(|| (b.participants.clone(), BTreeSet::new()));

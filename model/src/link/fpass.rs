@@ -59,17 +59,21 @@ fn fresh_inst_name(taken: &mut BTreeSet<String>, want: String) -> String {
     name
 }
 
-/// The group of the completion barrier: one past every input group (0 when there are none).
+/// The group of the completion barrier: one past every input group (0 when
+/// there are none); if that overflows, the smallest group no input uses.
 pub fn completion_group(modules: &[Module]) -> u32 {
-    let max = modules
+    let used: BTreeSet<u32> = modules
         .iter()
         .flat_map(|m| m.functions.iter().flat_map(|f| &f.insts))
         .filter_map(|i| match &i.op {
             Op::CoreBarrier(b) => Some(b.group),
             _ => None,
         })
-        .max();
-    max.map_or(0, |g| g.saturating_add(1))
+        .collect();
+    match used.last() {
+        None => 0,
+        Some(&g) => g.checked_add(1).unwrap_or_else(|| (0..).find(|g| !used.contains(g)).unwrap_or(0)),
+    }
 }
 
 /// `fpassInsertReturns`: completion barrier then return at the end of every core function.

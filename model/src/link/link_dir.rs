@@ -274,13 +274,14 @@ pub fn setup_link_dir(root: &Path, modules: &[Module], info: &DefInfo, tm: &Tens
         // symLinkCustomOpFiles
         for f in files_where(&core_dir, |n| n.ends_with(".so"))? {
             marks::hit("link.dir.custom_op");
-            symlink_files(&mod_dir, &Path::new("sgLnk").join(format!("nc{}_{f}", d.core)), &sg.join(&f))?;
+            let link = Path::new("sgLnk").join(safe_rel_path(&format!("nc{}_{f}", d.core))?);
+            symlink_files(&mod_dir, &link, &sg.join(safe_rel_path(&f)?))?;
         }
         // copyCpuNodeFiles: copied, not linked.
         for f in files_where(&core_dir, |n| n.starts_with("cpu_node"))? {
             marks::hit("link.dir.cpu_node_copied");
-            let to = mod_dir.join("sgLnk").join(format!("nc{}_{f}", d.core));
-            let bytes = fs::read(core_dir.join(&f)).map_err(io(&core_dir))?;
+            let to = mod_dir.join("sgLnk").join(safe_rel_path(&format!("nc{}_{f}", d.core))?);
+            let bytes = fs::read(core_dir.join(safe_rel_path(&f)?)).map_err(io(&core_dir))?;
             write_file(&to, &bytes)?;
         }
     }

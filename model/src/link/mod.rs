@@ -231,9 +231,11 @@ pub fn link_with(modules: &[Module], opts: &LinkOptions) -> Result<Linked, LinkE
 
 /// Checks that `modules` would link, without building the linked module (seed §10 `dry_run`).
 ///
-/// Runs every input check the real link runs (definitions, barrier groups,
-/// the allocation plan with its collisions and remote targets, queues, link-dir
-/// names) and returns the report those checks can fill.
+/// Runs the input checks that need no linked module — definitions, barrier
+/// groups, the allocation plan (collisions, external unification, remote
+/// targets and their placement), queues, link-dir names — and returns the
+/// report those checks can fill. (Two outputs written by two cores and
+/// tensor-map disagreements are found only while building.)
 pub fn dry_run(modules: &[Module], opts: &LinkOptions) -> Result<PostLinkReport, LinkError> {
     let info = defs::run_module_def_passes(modules).and_then(|()| defs::init_def_info(modules))?;
     let plan = allocs::copy_allocs(modules, &info)?;
@@ -310,7 +312,7 @@ impl<'a> BirLinker<'a> {
             link_dir::try_update_tensor_map_file(&root, &self.info.name, &self.tensor_map)?;
         }
         self.report.barriers_renumbered = barriers::renumber_core_barriers(&mut self.main);
-        report::post_link_report(&self.main, &self.info, &mut self.report);
+        report::post_link_report(&self.main, &mut self.report);
         Ok(Linked { module: self.main, tensor_map: self.tensor_map, report: self.report })
     }
 }

@@ -6,7 +6,6 @@ use std::fmt;
 
 use serde::Serialize;
 
-use super::defs::DefInfo;
 use super::queues::QueueReport;
 use crate::ir::{ComputeKind, Module, Op};
 
@@ -94,7 +93,7 @@ impl PostLinkReport {
 }
 
 /// Fills the parts of the report read off the finished module.
-pub fn post_link_report(m: &Module, _info: &DefInfo, r: &mut PostLinkReport) {
+pub fn post_link_report(m: &Module, r: &mut PostLinkReport) {
     r.locations = m.memlocs.len();
     r.functions.clear();
     r.barriers.clear();
