@@ -28,16 +28,17 @@ use crate::marks;
 pub fn access_counts(m: &Module) -> Vec<(u32, u32, u32)> {
     let mut c = vec![(0u32, 0u32, 0u32); m.memlocs.len()];
     for inst in m.functions.iter().flat_map(|f| &f.insts) {
-        if let Some(w) = inst.write() {
-            c[w.loc.index()].0 += 1;
-        }
-        let dma = matches!(inst.op, Op::DmaCopy { .. });
-        for r in inst.reads() {
-            if dma {
-                c[r.loc.index()].2 += 1;
-            } else {
-                c[r.loc.index()].1 += 1;
+        // Matched directly (not through `Inst::reads`) to allocate nothing per instruction.
+        match &inst.op {
+            Op::DmaCopy { src, dst } => {
+                c[src.loc.index()].2 += 1;
+                c[dst.loc.index()].0 += 1;
             }
+            Op::Compute { srcs, dst, .. } => {
+                srcs.iter().for_each(|s| c[s.loc.index()].1 += 1);
+                c[dst.loc.index()].0 += 1;
+            }
+            _ => {}
         }
     }
     c
