@@ -2,7 +2,8 @@
 //! a minimal stager that stands in for the loader (places vars, expands
 //! pseudo-instructions, relocates operands, writes records and descriptors),
 //! and a trivial address assignment for split per-core modules that stands in
-//! for the allocator and the linker's renumbering. Tests, the differential
+//! for the allocator (and, when the real linker is not used, for the linker's
+//! name unification and barrier renumbering). Tests, the differential
 //! check and `lncsim bench sim` use them until the real loader and pipeline
 //! produce the core images; then the stager remains as a differential check.
 //!
@@ -20,6 +21,7 @@ pub use stage::{StageError, stage};
 
 use lncsim_model::codegen::{CoreCode, codegen};
 use lncsim_model::ir::Module;
+use lncsim_model::link::{LinkOptions, link_with};
 use lncsim_model::load::CoreImage;
 
 /// Splits, places and compiles `program`, stages it on a fresh device with
@@ -39,4 +41,16 @@ pub fn compile(program: &Module, opts: &PlaceOptions) -> Result<Vec<CoreCode>, S
         codes.extend(codegen(m).map_err(|e| format!("codegen: {e}"))?);
     }
     Ok(codes)
+}
+
+/// Splits and places `program` (for the linker), links it with the real
+/// `bir_linker`, compiles the linked module, and stages it on a fresh device.
+pub fn build_linked(program: &Module, opts: &PlaceOptions) -> Result<(MemDevice, Vec<CoreImage>), String> {
+    let opts = PlaceOptions { for_linker: true, ..opts.clone() };
+    let modules = split_and_place(program, &opts)?;
+    let linked = link_with(&modules, &LinkOptions::default()).map_err(|e| format!("link: {e}"))?;
+    let codes = codegen(&linked.module).map_err(|e| format!("codegen: {e}"))?;
+    let device = MemDevice::new(codes.len() as u32);
+    let images = stage(&device, &codes).map_err(|e| format!("stage: {e}"))?;
+    Ok((device, images))
 }

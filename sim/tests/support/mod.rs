@@ -5,7 +5,7 @@ use lncsim_model::ir::{Module, parse};
 use lncsim_model::load::CoreImage;
 use lncsim_model::program::{Values, interpret, seeded_inputs};
 use lncsim_sim::io::{read_outputs, write_inputs};
-use lncsim_sim::testkit::{MemDevice, PlaceOptions, build};
+use lncsim_sim::testkit::{MemDevice, PlaceOptions, build, build_linked};
 use lncsim_sim::{SimConfig, SimReport, simulate};
 
 /// A staged program: the device, its images and the interpreter's outputs.
@@ -26,6 +26,15 @@ pub fn stage_with(program: &Module, seed: u64, opts: &PlaceOptions) -> Staged {
     let inputs = seeded_inputs(program, seed);
     let golden = interpret(program, &inputs).unwrap();
     let (device, images) = build(program, opts).unwrap();
+    write_inputs(&device, &images, &inputs).unwrap();
+    Staged { device, images, inputs, golden }
+}
+
+/// Splits, places, links (the real linker), compiles and stages `program`, writes seeded inputs.
+pub fn stage_linked(program: &Module, seed: u64) -> Staged {
+    let inputs = seeded_inputs(program, seed);
+    let golden = interpret(program, &inputs).unwrap();
+    let (device, images) = build_linked(program, &PlaceOptions::default()).unwrap();
     write_inputs(&device, &images, &inputs).unwrap();
     Staged { device, images, inputs, golden }
 }
