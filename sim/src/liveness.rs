@@ -2,7 +2,9 @@
 //! each waiting engine is named with what it waits for and who could still
 //! signal it: for a semaphore, the engines of its core with a record left
 //! (current one included) that increments it; for a barrier group, the
-//! missing participants with an arrival at the group left in a stream.
+//! missing participants with an arrival at the group left in a stream. An
+//! engine halted on an illegal record is listed as such: it would have
+//! signalled, had it not halted.
 
 use lncsim_model::codegen::record::Opcode;
 
@@ -41,7 +43,7 @@ impl Simulation {
     fn signallers(&self, core_ix: u32, sem: u8) -> Vec<String> {
         let mut out = Vec::new();
         for (e, eng) in self.engines.iter().enumerate().filter(|(_, x)| x.core_ix == core_ix) {
-            if matches!(eng.state, State::Done | State::Halted) {
+            if eng.state == State::Done {
                 continue;
             }
             let left = &self.streams[e].instrs[(eng.pc as usize).min(self.streams[e].instrs.len())..];
@@ -58,7 +60,7 @@ impl Simulation {
         let mut out = Vec::new();
         for (e, eng) in self.engines.iter().enumerate() {
             let core = self.cores[eng.core_ix as usize].core;
-            if !missing.contains(&core) || matches!(eng.state, State::Done | State::Halted) {
+            if !missing.contains(&core) || eng.state == State::Done {
                 continue;
             }
             let left = &self.streams[e].instrs[(eng.pc as usize).min(self.streams[e].instrs.len())..];
@@ -74,6 +76,7 @@ fn describe(s: State) -> String {
     match s {
         State::WaitSem { sem, value } => format!("itself waiting for sem {sem} >= {value}"),
         State::WaitBarrier { group } => format!("itself waiting at barrier group {group}"),
+        State::Halted => "halted on an illegal record".to_string(),
         other => format!("{other:?}"),
     }
 }

@@ -136,6 +136,9 @@ fn an_unexpanded_pseudo_instruction_is_illegal_and_halts_its_engine() {
         matches!(v, Violation::Illegal { site, reason: Illegal::Pseudo(Opcode::PseudoAddN) } if site.engine == Engine::Pool)
     );
     assert!(report.cores[0].engines[Engine::Pool.index()].halted);
+    // SP waited for the reduce: the deadlock names the halted engine as the one that would have signalled.
+    let line = report.of_kind("deadlock").next().unwrap().to_string();
+    assert!(line.contains("Pool at #0 (halted on an illegal record; 1 signal(s) left)"), "{line}");
 }
 
 #[test]
