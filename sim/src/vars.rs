@@ -9,11 +9,20 @@
 //! output var of the same name points at the same buffer"); a tensor inside
 //! the shared scratch (`Virtual` over `SharedScratch`) is one tensor per name
 //! across cores; every other var is private to its core.
+//!
+//! Per-core modules that were not linked keep the splitter's view names: on
+//! core `c`, a shared var `<t>_in<c>` ([`lncsim_model::split::view_name`]) is
+//! the view of tensor `<t>` when another core has a shared var `<t>` (the
+//! loader's `kelf_resolve_vtpb_remote_variables` resolves views the same way),
+//! so it has `<t>`'s identity. After the linker the names are already one.
 
 use std::collections::BTreeMap;
 
+use std::collections::BTreeSet;
+
 use lncsim_model::codegen::VarKind;
-use lncsim_model::load::CoreImage;
+use lncsim_model::load::{CoreImage, VarImage};
+use lncsim_model::split::view_name;
 
 /// No owner / no var.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -53,19 +62,26 @@ impl VarTable {
     pub(crate) fn new(images: &[CoreImage]) -> VarTable {
         let mut t = VarTable::default();
         let mut owner_ids: BTreeMap<String, u32> = BTreeMap::new();
+        // (core, name) of every shared tensor var.
+        let shared_names: BTreeSet<(u32, &str)> = images
+            .iter()
+            .flat_map(|img| img.vars.iter().filter(|v| in_shared(img, v)).map(|v| (img.core, v.name.as_str())))
+            .collect();
+        let tensor_of = |core: u32, name: &str| -> String {
+            let view = name.strip_suffix(view_name("", core).as_str());
+            match view {
+                Some(tn) if shared_names.iter().any(|&(c, n)| c != core && n == tn) => tn.to_string(),
+                _ => name.to_string(),
+            }
+        };
         for (ci, img) in images.iter().enumerate() {
             t.base.push(t.vars.len() as u32);
             for v in &img.vars {
-                let backing_kind = |b: u32| img.vars.get(b as usize).map(|bv| &bv.kind);
                 let (key, shared, preset) = match &v.kind {
                     VarKind::Input | VarKind::Output => (format!("io:{}", v.name), false, true),
                     VarKind::File { .. } => (format!("file:{}", v.name), false, true),
                     VarKind::SharedScratch => ("shared-scratch".to_string(), false, false),
-                    VarKind::Virtual { backing, .. }
-                        if matches!(backing_kind(*backing), Some(VarKind::SharedScratch)) =>
-                    {
-                        (format!("shared:{}", v.name), true, false)
-                    }
+                    _ if in_shared(img, v) => (format!("shared:{}", tensor_of(img.core, &v.name)), true, false),
                     _ => (format!("core{}:{}", img.core, v.name), false, false),
                 };
                 let next = owner_ids.len() as u32;
@@ -99,5 +115,15 @@ impl VarTable {
     /// The var at a global index.
     pub(crate) fn get(&self, g: u32) -> Option<&VarEntry> {
         self.vars.get(g as usize)
+    }
+}
+
+/// True for a `Virtual` var over the image's shared scratch.
+fn in_shared(img: &CoreImage, v: &VarImage) -> bool {
+    match v.kind {
+        VarKind::Virtual { backing, .. } => {
+            matches!(img.vars.get(backing as usize).map(|b| &b.kind), Some(VarKind::SharedScratch))
+        }
+        _ => false,
     }
 }

@@ -200,3 +200,20 @@ fn a_barrier_arrival_that_disagrees_with_its_group_is_reported() {
     assert!(!v.is_empty(), "{report}");
     assert!(v.iter().any(|m| m.to_string().contains("the record says 3 participants")), "{report}");
 }
+
+#[test]
+fn unlinked_view_names_are_the_same_tensor_and_still_checked() {
+    use lncsim_model::program::{GenConfig, SizeClass, generate};
+    // Views keep the splitter's `<t>_in<c>` names, as in an unlinked NEFF.
+    let keep = PlaceOptions { keep_view_names: true, ..PlaceOptions::default() };
+    for seed in 0..20 {
+        let s = stage_with(&generate(&GenConfig::new(seed, 3, SizeClass::Small)), seed, &keep);
+        let (report, out) = s.run(SimConfig::seeded(seed).with_jitter());
+        assert!(report.passed(), "seed {seed}: {report}");
+        assert_eq!(out, s.golden);
+    }
+    let opts = PlaceOptions { unsync_shared: Some(("t".into(), 64)), ..keep };
+    let (report, _) = stage_with(&module(HANDOFF), 1, &opts).run(SimConfig::seeded(0));
+    let v: Vec<&Violation> = report.of_kind("unequal").collect();
+    assert!(matches!(v[..], [Violation::Unequal { name, .. }] if name == "t_in1"), "{report}");
+}

@@ -46,7 +46,7 @@ pub fn compile(program: &Module, opts: &PlaceOptions) -> Result<Vec<CoreCode>, S
 /// Splits and places `program` (for the linker), links it with the real
 /// `bir_linker`, compiles the linked module, and stages it on a fresh device.
 pub fn build_linked(program: &Module, opts: &PlaceOptions) -> Result<(MemDevice, Vec<CoreImage>), String> {
-    let opts = PlaceOptions { for_linker: true, ..opts.clone() };
+    let opts = PlaceOptions { keep_view_names: true, skip_barrier_renumbering: true, ..opts.clone() };
     let modules = split_and_place(program, &opts)?;
     let linked = link_with(&modules, &LinkOptions::default()).map_err(|e| format!("link: {e}"))?;
     let codes = codegen(&linked.module).map_err(|e| format!("codegen: {e}"))?;

@@ -14,13 +14,14 @@ use lncsim_model::split::split;
 /// What to get deliberately wrong (for checker tests).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PlaceOptions {
-    /// Keep each core's own barrier numbering (slot IDs collide across cores).
+    /// Keep each core's own barrier numbering (slot IDs collide across cores;
+    /// the real linker renumbers).
     pub skip_barrier_renumbering: bool,
     /// Place the named location at the address of the second one (same core).
     pub overlap: Option<(String, String)>,
-    /// Keep consumer views' own names and each core's own barrier IDs, for
-    /// modules headed to the real linker (which unifies names and renumbers).
-    pub for_linker: bool,
+    /// Keep consumer views' own names (`<t>_in<c>`), as unlinked per-core
+    /// modules have them, or for the real linker (which unifies names).
+    pub keep_view_names: bool,
     /// Move the consumer views of this shared tensor by this many bytes (unsynced).
     pub unsync_shared: Option<(String, u64)>,
 }
@@ -66,7 +67,7 @@ pub fn place(modules: &mut [Module], opts: &PlaceOptions) {
                 at = at.map(|a| a + delta);
             }
             l.address = at;
-            if !opts.for_linker {
+            if !opts.keep_view_names {
                 l.name = r.name.clone();
             }
         }
@@ -74,7 +75,6 @@ pub fn place(modules: &mut [Module], opts: &PlaceOptions) {
             for i in &mut f.insts {
                 if let Op::CoreBarrier(b) = &mut i.op
                     && !opts.skip_barrier_renumbering
-                    && !opts.for_linker
                 {
                     b.id = slot;
                     slot += 1;
