@@ -196,3 +196,43 @@ fn a_bad_configuration_is_reported() {
     cfg.allreduce_buffer_size_mib = -5;
     assert!(check_modules(&ms, &cfg).iter().any(|x| matches!(x, IrViolation::BadConfig(_))));
 }
+
+#[test]
+fn a_driver_that_under_reports_liveness_is_caught() {
+    // a lives to i3; b is read at i2. A buggy liveness that ends b at its def lets c take b's bytes.
+    let text = "\
+module p lnc 1
+loc x dram input i32[4] @0x0
+loc a dram internal i32[4]
+loc b dram internal i32[4]
+loc c dram internal i32[4]
+loc y dram output i32[4] @0x1000
+
+func main
+  block entry
+    i0 = act relu x[0..4] -> a[0..4]
+    i1 = act relu a[0..4] -> b[0..4]
+    i2 = act relu b[0..4] -> c[0..4]
+    i3 = dve add a[0..4], c[0..4] -> y[0..4]
+";
+    use lncsim_model::dram::{AllocConfig, LiveInterval, allocate, liveness};
+    let mut m = parse(text).unwrap();
+    let mut ir = liveness::build_problem(&m, &m.functions[0], |id| m.loc(id).address.is_none());
+    let b = ir.problem.locations.iter().position(|l| l.name == "b").unwrap();
+    ir.problem.locations[b].intervals = vec![LiveInterval::new(1, 1)];
+    let placed = allocate(&ir.problem, &AllocConfig::dram(0x1fff)).unwrap();
+    for (i, id) in ir.locs.iter().enumerate() {
+        m.memlocs[id.index()].address = Some(placed.addresses[i]);
+    }
+    assert_eq!(addr(&m, "b"), addr(&m, "c"), "the buggy liveness let c reuse b");
+    let cfg = lncsim_model::dram::IrCheckConfig {
+        region_ceiling: lncsim_model::dram::DEFAULT_DRAM_REGION,
+        allreduce_buffer_size_mib: 500,
+        shared_core_cap_mib: 1024,
+    };
+    let v = check_modules(&[m], &cfg);
+    assert!(
+        v.iter().any(|x| matches!(x, IrViolation::Overlap { a, b, time: 2, .. } if a == "b" && b == "c")),
+        "{v:#?}"
+    );
+}

@@ -193,6 +193,36 @@ func main
         assert_eq!(inst_at(f, 2).map(|i| f.insts[i.index()].name.as_str()), Some("i2"));
     }
 
+    /// The seed's backward walk would number instruction `k` as `n - 1 - k`;
+    /// mirrored intervals (swapping def and use) interfere exactly when ours do.
+    #[test]
+    fn backward_numbering_would_give_the_same_interference() {
+        use crate::program::{GenConfig, SizeClass, generate};
+        for seed in 0..8 {
+            let p = generate(&GenConfig::new(seed, 1, SizeClass::Medium));
+            let f = &p.functions[0];
+            let ir = build_problem(&p, f, |id| p.loc(id).address.is_none());
+            let n = ir.num_insts;
+            let meet = |a: &[LiveInterval], b: &[LiveInterval]| {
+                a.iter().any(|x| b.iter().any(|y| x.def.max(y.def) <= x.last_use.min(y.last_use)))
+            };
+            let mirror = |v: &[LiveInterval]| -> Vec<LiveInterval> {
+                v.iter().map(|i| LiveInterval::new(n - 1 - i.last_use, n - 1 - i.def)).collect()
+            };
+            let locs = &ir.problem.locations;
+            let mut pairs = 0;
+            for a in 0..locs.len() {
+                for b in a + 1..locs.len() {
+                    let fwd = meet(&locs[a].intervals, &locs[b].intervals);
+                    let bwd = meet(&mirror(&locs[a].intervals), &mirror(&locs[b].intervals));
+                    assert_eq!(fwd, bwd);
+                    pairs += usize::from(fwd);
+                }
+            }
+            assert!(pairs > 0);
+        }
+    }
+
     #[test]
     fn intervals_follow_def_use_edges_and_partial_writes() {
         let m = prog();
