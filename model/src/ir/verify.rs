@@ -249,10 +249,10 @@ impl Verifier<'_> {
                     });
                 }
             }
-            if let Some(w) = inst.write() {
-                if let Some(slot @ None) = written.first_here.get_mut(w.loc.index()) {
-                    *slot = Some(pos);
-                }
+            if let Some(w) = inst.write()
+                && let Some(slot @ None) = written.first_here.get_mut(w.loc.index())
+            {
+                *slot = Some(pos);
             }
         }
     }
