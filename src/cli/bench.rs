@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use super::{CliError, bench_alloc, bench_neff};
+use super::{CliError, bench_alloc, bench_link, bench_neff};
 
 /// The benchmarks.
 #[derive(Debug, Subcommand)]
@@ -14,6 +14,8 @@ pub enum BenchCommand {
     /// The DRAM allocator: generated problems of 1k..1M intervals, the naive
     /// all-pairs baseline at 10k, and every MiniMalloc file in both orders.
     Alloc(bench_alloc::BenchAllocArgs),
+    /// The linker: 8 cores x 100k and 256 cores x 1k instructions, each against 10x fewer.
+    Link(bench_link::BenchLinkArgs),
     /// Full NEFF parse vs bare flate2 + tar inflate-and-walk of the same ~50 MB NEFF.
     Neff(bench_neff::BenchNeffArgs),
 }
@@ -22,6 +24,7 @@ pub enum BenchCommand {
 pub fn run(c: BenchCommand) -> Result<ExitCode, CliError> {
     match c {
         BenchCommand::Alloc(a) => bench_alloc::run(&a),
+        BenchCommand::Link(a) => bench_link::run(&a),
         BenchCommand::Neff(a) => bench_neff::run(a),
     }
 }

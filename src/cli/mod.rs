@@ -8,11 +8,13 @@ use clap::{Parser, Subcommand};
 mod alloc;
 mod bench;
 mod bench_alloc;
+mod bench_link;
 mod bench_neff;
 mod compile;
 mod fmt;
 mod gen_cmd;
 mod interp;
+mod link;
 mod neff;
 mod neff_inspect;
 mod neff_unpack;
@@ -58,6 +60,8 @@ pub enum Command {
     Bench(bench::BenchCommand),
     /// Allocate a MiniMalloc CSV problem with the DRAM allocator and check it.
     Alloc(alloc::AllocArgs),
+    /// Link per-core modules (or a split program) into one `<name>/sgLnk` module and print it.
+    Link(link::LinkArgs),
 }
 
 /// A command's failure: one line for the user and an exit status.
@@ -136,5 +140,6 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Neff(c) => neff::run(c),
         Command::Bench(c) => bench::run(c),
         Command::Alloc(a) => alloc::run(&a),
+        Command::Link(a) => link::run(a),
     }
 }
