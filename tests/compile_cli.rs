@@ -29,7 +29,7 @@ fn err(o: &Output) -> String {
 
 #[test]
 fn compile_prints_allocated_modules_and_metrics() {
-    let o = lncsim(&["compile", &demo()]);
+    let o = lncsim(&["compile", &demo(), "--per-core"]);
     assert!(o.status.success(), "{}", err(&o));
     let s = out(&o);
     assert!(s.starts_with("# passes: split, coloring_allocator_dram, anti_dependency_analyzer_post_dram, "));
@@ -40,11 +40,19 @@ fn compile_prints_allocated_modules_and_metrics() {
     assert!(s.contains("dram_alloc_ok true"));
     assert!(s.contains("# coloring_allocator_dram_shared main: placed 0 (+1 remote views), base 0x40000000"), "{s}");
     // Every module in the output parses, and every compiler-placed tensor has an address.
-    for chunk in s.split("# core ").skip(1) {
+    let (cores, linked) = s.split_once("# linked\n").unwrap();
+    for chunk in cores.split("# core ").skip(1) {
         let text: String = chunk.lines().skip(1).filter(|l| !l.starts_with('#')).collect::<Vec<_>>().join("\n");
         let m = lncsim_model::ir::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
         assert!(m.memlocs.iter().all(|l| l.address.is_some()), "{text}");
     }
+    // Then the linked module, also fully addressed.
+    let m = lncsim_model::ir::parse(linked).unwrap_or_else(|e| panic!("{e}\n{linked}"));
+    assert_eq!(m.name, "demo/sgLnk");
+    assert!(m.memlocs.iter().all(|l| l.address.is_some()), "{linked}");
+    // Without --per-core only the linked module is printed.
+    let o = lncsim(&["compile", &demo()]);
+    assert_eq!(out(&o).matches("\nmodule ").count(), 1);
 }
 
 #[test]
@@ -52,7 +60,9 @@ fn json_output_has_the_fixed_keys() {
     let o = lncsim(&["compile", &demo(), "--json", "--allreduce-buffer-size", "-1"]);
     assert!(o.status.success(), "{}", err(&o));
     let v: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
-    assert_eq!(v["passes"].as_array().unwrap().len(), 6);
+    assert_eq!(v["passes"].as_array().unwrap().len(), 7);
+    assert!(v["linked"].as_str().unwrap().starts_with("module \"demo/sgLnk\" lnc 2"));
+    assert_eq!(v["link"]["cores"], 2);
     assert_eq!(v["cores"].as_array().unwrap().len(), 2);
     assert_eq!(v["violations"], serde_json::json!([]));
     assert!(v["hbm"]["total"].as_u64().unwrap() > 0);
@@ -76,9 +86,10 @@ fn disable_dram_allocation_removes_the_passes() {
     let o = lncsim(&["compile", &demo(), "--disable-dram-allocation"]);
     assert!(o.status.success(), "{}", err(&o));
     let s = out(&o);
-    assert!(s.starts_with("# passes: split, sync_shared_allocations\n"), "{s}");
-    assert!(s.contains("# check skipped"));
+    assert!(s.starts_with("# passes: split, sync_shared_allocations, link\n"), "{s}");
+    assert!(s.contains("# IR check skipped"));
     assert!(!s.contains("dram_alloc_ok"));
+    assert!(s.contains("module \"demo/sgLnk\""), "the linker takes unaddressed modules");
 }
 
 #[test]
@@ -97,4 +108,16 @@ fn bad_inputs_exit_1_and_bad_flags_exit_2() {
     let e = err(&o);
     assert!(e.contains("out of DRAM space") && e.contains("coloring_allocator_dram"), "{e}");
     assert_eq!(e.lines().count(), 1, "{e}");
+}
+
+#[test]
+fn link_takes_the_allocator_flags() {
+    let o = lncsim(&["link", &demo()]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(out(&o).contains("loc t dram shared i32[16] @0x0 shared_post_alloc\n"), "{}", out(&o));
+    let o = lncsim(&["link", &demo(), "--disable-dram-allocation"]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(out(&o).contains("loc t dram shared i32[16]\n"), "{}", out(&o));
+    let o = lncsim(&["link", &demo(), "--allreduce-buffer-size", "-1"]);
+    assert!(o.status.success(), "{}", err(&o));
 }

@@ -27,6 +27,7 @@ fn the_builder_lists_the_passes_in_order() {
             Pass::DramShared,
             Pass::SyncSharedAllocations,
             Pass::AntiDepsPostSharedDram,
+            Pass::Link,
         ]
     );
     assert_eq!(
@@ -38,6 +39,7 @@ fn the_builder_lists_the_passes_in_order() {
             "coloring_allocator_dram_shared",
             "sync_shared_allocations",
             "anti_dependency_analyzer_post_shared_dram",
+            "link",
         ]
     );
 }
@@ -45,11 +47,12 @@ fn the_builder_lists_the_passes_in_order() {
 #[test]
 fn the_gate_removes_the_allocator_and_its_paired_passes_at_build_time() {
     let p = build_pipeline(&disabled());
-    assert_eq!(p.passes(), &[Pass::Split, Pass::SyncSharedAllocations]);
+    assert_eq!(p.passes(), &[Pass::Split, Pass::SyncSharedAllocations, Pass::Link]);
     let program = generate(&GenConfig::new(7, 4, SizeClass::Small));
     let r = Recorder::start();
     let c = compile(&program, &disabled()).unwrap();
-    assert_eq!(c.report.passes, vec!["split", "sync_shared_allocations"]);
+    assert_eq!(c.report.passes, vec!["split", "sync_shared_allocations", "link"]);
+    assert_eq!(c.linked.name, format!("{}/sgLnk", program.name));
     // The allocator never ran: not even its early exit, no attribute, no anti-dependency report.
     assert_eq!(r.hits("dram.early_exit"), 0);
     assert_eq!(r.hits("dram.hwm_floor"), 0);
@@ -73,7 +76,11 @@ fn the_gate_removes_the_allocator_and_its_paired_passes_at_build_time() {
     assert!(!v.is_empty());
     // Enabled: the same program goes through codegen on every core.
     let c = compile(&program, &PipelineOptions::default()).unwrap();
-    assert_eq!(c.report.passes.len(), 6);
+    assert_eq!(c.report.passes.len(), 7);
+    // The linked module holds the allocated addresses, and codegen takes it too.
+    assert!(lncsim_model::link::check_link(&c.per_core, &c.linked).is_empty());
+    let cores = codegen(&c.linked).unwrap();
+    assert_eq!(cores.len(), 4);
     for m in &c.per_core {
         assert_eq!(m.functions[0].attrs.dram_alloc_ok, Some(true));
         codegen(m).unwrap();

@@ -10,7 +10,9 @@
 //! 3. `coloring_allocator_dram_shared` (per core, shared region);
 //! 4. `sync_shared_allocations` (all N modules);
 //! 5. `anti_dependency_analyzer_post_shared_dram` (after sync, so views hold
-//!    their addresses).
+//!    their addresses);
+//! 6. `link` (bir_linker): the N finished per-core modules into one
+//!    `<name>/sgLnk` module.
 //!
 //! **The gate.** `--disable-dram-allocation` is checked here, when the pass
 //! list is built, not inside the allocator (seed GOTCHA): the two allocator
@@ -25,11 +27,14 @@ use crate::dram::{
     allocate_shared, anti_dependency_analyzer_post_dram, anti_dependency_analyzer_post_shared_dram, hbm_usage,
     shared::Synced, sync_shared_allocations,
 };
+use std::path::PathBuf;
+
 use crate::ir::Module;
+use crate::link::{LinkError, LinkOptions, PostLinkReport, TensorMap, link_with};
 use crate::split::{SplitError, split};
 
 /// The options that shape the pipeline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PipelineOptions {
     /// `--disable-dram-allocation`: build the pipeline without the DRAM allocator passes.
     pub disable_dram_allocation: bool,
@@ -39,6 +44,8 @@ pub struct PipelineOptions {
     pub dram_region_bytes: u64,
     /// `coreCap`: MiB of the shared region per core slab (default [`crate::dram::DEFAULT_SHARED_CORE_CAP_MIB`]).
     pub shared_core_cap_mib: u64,
+    /// Root of the linker's sgLnk link directory; `None` writes nothing.
+    pub link_dir: Option<PathBuf>,
 }
 
 impl Default for PipelineOptions {
@@ -49,6 +56,7 @@ impl Default for PipelineOptions {
             allreduce_buffer_size_mib: d.allreduce_buffer_size_mib,
             dram_region_bytes: d.region_ceiling,
             shared_core_cap_mib: d.shared_core_cap_mib,
+            link_dir: None,
         }
     }
 }
@@ -88,6 +96,8 @@ pub enum Pass {
     SyncSharedAllocations,
     /// `anti_dependency_analyzer_post_shared_dram`: WAR/WAW edges over the shared region.
     AntiDepsPostSharedDram,
+    /// bir_linker: the per-core modules into one `<name>/sgLnk` module.
+    Link,
 }
 
 impl Pass {
@@ -100,6 +110,7 @@ impl Pass {
             Pass::DramShared => "coloring_allocator_dram_shared",
             Pass::SyncSharedAllocations => "sync_shared_allocations",
             Pass::AntiDepsPostSharedDram => "anti_dependency_analyzer_post_shared_dram",
+            Pass::Link => "link",
         }
     }
 }
@@ -121,7 +132,8 @@ pub fn build_pipeline(opts: &PipelineOptions) -> Pipeline {
     if !opts.disable_dram_allocation {
         passes.push(Pass::AntiDepsPostSharedDram);
     }
-    Pipeline { passes, opts: *opts }
+    passes.push(Pass::Link);
+    Pipeline { passes, opts: opts.clone() }
 }
 
 /// Why the pipeline failed. One line each.
@@ -143,9 +155,15 @@ pub enum PipelineError {
     /// `sync_shared_allocations` failed.
     #[error("sync_shared_allocations: {0}")]
     Sync(#[from] SyncError),
+    /// The per-core modules could not be linked.
+    #[error("link: {0}")]
+    Link(#[from] LinkError),
     /// A pass that needs per-core modules ran before `split`.
     #[error("pass {0} runs before split")]
     NotSplit(&'static str),
+    /// The pipeline has no `link` pass, so there is no linked module.
+    #[error("the pipeline has no link pass")]
+    NotLinked,
 }
 
 /// What the pipeline did, per pass and per core.
@@ -165,6 +183,8 @@ pub struct CompileReport {
     pub anti_deps_post_shared_dram: Vec<Vec<AntiDepReport>>,
     /// HBM placed over all cores, shared bytes counted once.
     pub hbm: HbmUsage,
+    /// The linker's post-link report (`None` when the link pass did not run).
+    pub link: Option<PostLinkReport>,
 }
 
 /// The pipeline's result.
@@ -172,6 +192,10 @@ pub struct CompileReport {
 pub struct Compiled {
     /// The per-core modules (split, allocated, synced), in core order.
     pub per_core: Vec<Module>,
+    /// The linked `<name>/sgLnk` module.
+    pub linked: Module,
+    /// The linked module's unified tensor map.
+    pub tensor_map: TensorMap,
     /// What each pass did.
     pub report: CompileReport,
 }
@@ -194,10 +218,25 @@ impl Pipeline {
 
     /// Runs every pass on `program`.
     pub fn run(&self, program: &Module) -> Result<Compiled, PipelineError> {
+        let (per_core, mut report) = self.run_per_core(program)?;
+        if !self.passes.contains(&Pass::Link) {
+            return Err(PipelineError::NotLinked);
+        }
+        report.passes.push(Pass::Link.name());
+        let linked = link_with(&per_core, &LinkOptions { link_dir: self.opts.link_dir.clone() })?;
+        report.link = Some(linked.report);
+        Ok(Compiled { per_core, linked: linked.module, tensor_map: linked.tensor_map, report })
+    }
+
+    /// Runs every pass before `link` on `program`: the finished per-core modules.
+    pub fn run_per_core(&self, program: &Module) -> Result<(Vec<Module>, CompileReport), PipelineError> {
         let dram = self.opts.dram();
         let mut report = CompileReport::default();
         let mut per_core: Option<Vec<Module>> = None;
         for &pass in &self.passes {
+            if pass == Pass::Link {
+                continue;
+            }
             report.passes.push(pass.name());
             if pass == Pass::Split {
                 per_core = Some(split(program)?);
@@ -206,7 +245,7 @@ impl Pipeline {
             let modules = per_core.as_mut().ok_or(PipelineError::NotSplit(pass.name()))?;
             let err = |core: usize| move |err: DramError| PipelineError::Dram { pass: pass.name(), core, err };
             match pass {
-                Pass::Split => {}
+                Pass::Split | Pass::Link => {}
                 Pass::DramAlloc => {
                     for (core, m) in modules.iter_mut().enumerate() {
                         report.dram.push(allocate_module(m, &dram).map_err(err(core))?);
@@ -229,7 +268,7 @@ impl Pipeline {
         }
         let per_core = per_core.ok_or(PipelineError::NotSplit("(end)"))?;
         report.hbm = hbm_usage(&per_core);
-        Ok(Compiled { per_core, report })
+        Ok((per_core, report))
     }
 }
 

@@ -1,13 +1,16 @@
 //! `lncsim compile FILE`: run a program through the compile pipeline (split,
 //! DRAM allocation per core, the anti-dependency passes, the shared run,
-//! `sync_shared_allocations`) and print the allocated per-core modules with
-//! each core's allocation metrics; the independent IR checker runs on the
-//! result and a violation fails the command (exit 1).
+//! `sync_shared_allocations`, link) and print the linked module with each
+//! core's allocation metrics; the independent IR checker (on the per-core
+//! modules) and the link checker (on the linked module) run on the result and
+//! a violation fails the command (exit 1).
 //!
-//! Text output: `#` comment lines (passes, per-core metrics, HBM use) before
-//! each core's module in the text format. `--json` prints one object with
-//! sorted keys: `passes`, `cores` (per core: `core`, `dram`, `dram_shared`,
-//! `anti_deps`, `module`), `hbm`, `synced`, `violations`.
+//! Text output: `#` comment lines (passes, per-core metrics, HBM use, the
+//! post-link report), then the linked module in the text format (with
+//! `--per-core`, each allocated per-core module first). `--json` prints one
+//! object with sorted keys: `passes`, `cores` (per core: `core`, `dram`,
+//! `dram_shared`, `anti_deps`, `module`), `hbm`, `synced`, `link` (the
+//! post-link report), `linked` (the module's text), `violations`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,6 +18,7 @@ use std::process::ExitCode;
 use clap::Args;
 use lncsim_model::dram::{AllocReport, AntiDepReport, check_modules};
 use lncsim_model::ir;
+use lncsim_model::link::check_link;
 use lncsim_model::pipeline::{PipelineOptions, compile};
 use serde_json::{Value, json};
 
@@ -41,6 +45,12 @@ pub struct CompileArgs {
     /// Shared-region slab per core (coreCap) in MiB.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=(1 << 24)))]
     pub shared_core_cap_mib: u64,
+    /// Also print every allocated per-core module before the linked one (text output).
+    #[arg(long)]
+    pub per_core: bool,
+    /// Write the linker's sgLnk link directory under DIR.
+    #[arg(long, value_name = "DIR")]
+    pub link_dir: Option<PathBuf>,
     /// Print one JSON object (sorted keys) instead of text.
     #[arg(long)]
     pub json: bool,
@@ -103,10 +113,15 @@ pub fn run(a: CompileArgs) -> Result<ExitCode, CliError> {
         allreduce_buffer_size_mib: a.allreduce_buffer_size,
         dram_region_bytes: a.dram_region_mib << 20,
         shared_core_cap_mib: a.shared_core_cap_mib,
+        link_dir: a.link_dir.clone(),
     };
     let compiled = compile(&program, &opts).map_err(|e| CliError::BadInput(format!("{}: {e}", a.file.display())))?;
-    let violations =
-        if a.disable_dram_allocation { Vec::new() } else { check_modules(&compiled.per_core, &opts.check_config()) };
+    let mut violations: Vec<String> = if a.disable_dram_allocation {
+        Vec::new()
+    } else {
+        check_modules(&compiled.per_core, &opts.check_config()).iter().map(|v| format!("IR checker: {v}")).collect()
+    };
+    violations.extend(check_link(&compiled.per_core, &compiled.linked).iter().map(|v| format!("link checker: {v}")));
     let r = &compiled.report;
     let empty = Vec::new();
     let per = |v: &'_ [Vec<AllocReport>], c: usize| v.get(c).cloned().unwrap_or_default();
@@ -138,7 +153,9 @@ pub fn run(a: CompileArgs) -> Result<ExitCode, CliError> {
             "cores": cores,
             "hbm": { "private": r.hbm.private, "shared": r.hbm.shared, "total": r.hbm.total },
             "synced": r.synced.len(),
-            "violations": violations.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "link": r.link,
+            "linked": ir::print(&compiled.linked),
+            "violations": violations,
         });
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
@@ -155,7 +172,9 @@ pub fn run(a: CompileArgs) -> Result<ExitCode, CliError> {
             let added_shared: usize =
                 r.anti_deps_post_shared_dram.get(c).unwrap_or(&empty).iter().map(|x| x.added()).sum();
             println!("# anti-dependency edges: {added} private, {added_shared} shared");
-            print!("{}", ir::print(m));
+            if a.per_core {
+                print!("{}", ir::print(m));
+            }
         }
         println!(
             "# hbm: private {:?}, shared {} (counted once), total {}; {} views synced",
@@ -165,11 +184,15 @@ pub fn run(a: CompileArgs) -> Result<ExitCode, CliError> {
             r.synced.len()
         );
         if a.disable_dram_allocation {
-            println!("# check skipped: DRAM allocation disabled (codegen will refuse the unaddressed tensors)");
+            println!("# IR check skipped: DRAM allocation disabled (codegen will refuse the unaddressed tensors)");
         }
+        if let Some(l) = &r.link {
+            print!("{l}");
+        }
+        print!("# linked\n{}", ir::print(&compiled.linked));
     }
     if let Some(first) = violations.first() {
-        return Err(CliError::CheckFailed(format!("IR checker: {first} ({} violations)", violations.len())));
+        return Err(CliError::CheckFailed(format!("{first} ({} violations)", violations.len())));
     }
     Ok(ExitCode::SUCCESS)
 }
