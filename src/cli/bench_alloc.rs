@@ -8,6 +8,11 @@
 //! 3. Every MiniMalloc CSV with `--align 1`: peak/LB and median time of both
 //!    orders (target: `--order size` under 50 ms per file), each placement checked.
 //!
+//! 4. The IR driver: `pipeline::compile` (split, per-core allocation,
+//!    anti-dependency passes, shared run, sync) on generated programs of each
+//!    size class with 8 cores, and the private-run driver alone; figures only,
+//!    every result checked by the IR checker.
+//!
 //! Exits 1 when a target is missed or a placement does not check clean.
 
 use std::path::{Path, PathBuf};
@@ -149,6 +154,7 @@ pub fn run(args: &BenchAllocArgs) -> Result<ExitCode, CliError> {
         speedup_at_10k(args, &mut missed);
     }
     bench_files(args, &mut missed)?;
+    bench_ir_driver(args, &mut missed);
     if missed.is_empty() {
         println!("all targets met");
         return Ok(ExitCode::SUCCESS);
@@ -238,4 +244,32 @@ fn bench_files(args: &BenchAllocArgs, missed: &mut Vec<String>) -> Result<(), Cl
         );
     }
     Ok(())
+}
+
+/// The IR-level driver on generated programs (8 cores), figures only.
+fn bench_ir_driver(args: &BenchAllocArgs, missed: &mut Vec<String>) {
+    use lncsim_model::dram::{allocate_module, check_modules};
+    use lncsim_model::pipeline::{PipelineOptions, compile};
+    use lncsim_model::program::{GenConfig, SizeClass, generate};
+    let opts = PipelineOptions::default();
+    println!("IR driver, generated programs with 8 cores (median wall ms of {} runs)", args.reps);
+    println!("{:<8} {:>6} {:>10} {:>12} {:>14}", "size", "insts", "locations", "compile ms", "dram alloc ms");
+    for size in [SizeClass::Small, SizeClass::Medium, SizeClass::Large] {
+        let p = generate(&GenConfig::new(args.seed, 8, size));
+        let (t, r) = measure(args.reps, || compile(&p, &opts));
+        let Ok(c) = r else {
+            missed.push(format!("{size:?}: compile failed"));
+            continue;
+        };
+        if !check_modules(&c.per_core, &opts.check_config()).is_empty() {
+            missed.push(format!("{size:?}: the IR checker rejects the compiled modules"));
+        }
+        let Ok(split) = lncsim_model::split::split(&p) else { continue };
+        let (ta, _) = measure(args.reps, || {
+            let mut ms = split.clone();
+            ms.iter_mut().map(|m| allocate_module(m, &opts.dram())).collect::<Result<Vec<_>, _>>()
+        });
+        let insts: usize = p.functions.iter().map(|f| f.insts.len()).sum();
+        println!("{:<8} {insts:>6} {:>10} {:>12.3} {:>14.3}", format!("{size:?}"), p.memlocs.len(), t.wall, ta.wall);
+    }
 }

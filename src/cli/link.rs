@@ -1,8 +1,9 @@
 //! `lncsim link`: link per-core modules into one `<name>/sgLnk` module and print it.
 //!
-//! `lncsim link FILE [--cores N]` runs a program through the per-core pipeline
-//! (`link::pipeline::per_core_modules`: split today, allocation once merged)
-//! and links the result; `lncsim link --modules A.bir B.bir ...` links
+//! `lncsim link FILE [--cores N] [--disable-dram-allocation]
+//! [--allreduce-buffer-size MIB]` runs a program through the per-core passes
+//! of the compile pipeline (`pipeline::Pipeline::run_per_core`: split, DRAM
+//! allocation, anti-dependency passes, shared run, sync) and links the result; `lncsim link --modules A.bir B.bir ...` links
 //! per-core modules given as files. The output is the review summary (`#`
 //! lines) and the linked module in the text format; `--json` prints
 //! `{"report": ..., "module": "<text>"}` instead. The independent checker runs
@@ -13,8 +14,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 use lncsim_model::ir;
-use lncsim_model::link::pipeline::per_core_modules;
 use lncsim_model::link::{LinkOptions, check_link, link_with};
+use lncsim_model::pipeline::{PipelineOptions, build_pipeline};
 
 use super::{CliError, read_module};
 
@@ -30,6 +31,13 @@ pub struct LinkArgs {
     /// Split the program for this many cores instead of its lnc_size.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256), conflicts_with = "modules")]
     pub cores: Option<u32>,
+    /// Build the per-core pipeline without the DRAM allocator passes (tensors stay unaddressed).
+    #[arg(long, conflicts_with = "modules")]
+    pub disable_dram_allocation: bool,
+    /// CC-buffer region per core in MiB (default 500); -1 sizes it from the collective operands.
+    #[arg(long, default_value_t = 500, allow_negative_numbers = true, conflicts_with = "modules",
+          value_parser = clap::value_parser!(i64).range(-1..=(1 << 24)))]
+    pub allreduce_buffer_size: i64,
     /// Print `{"report": ..., "module": "<text>"}` as JSON instead of the text dump.
     #[arg(long)]
     pub json: bool,
@@ -46,7 +54,13 @@ pub fn run(a: LinkArgs) -> Result<ExitCode, CliError> {
             if let Some(n) = a.cores {
                 p.attrs.lnc_size = n;
             }
-            per_core_modules(&p).map_err(|e| CliError::BadInput(format!("{}: {e}", f.display())))?
+            let opts = PipelineOptions {
+                disable_dram_allocation: a.disable_dram_allocation,
+                allreduce_buffer_size_mib: a.allreduce_buffer_size,
+                ..PipelineOptions::default()
+            };
+            let run = build_pipeline(&opts).run_per_core(&p);
+            run.map_err(|e| CliError::BadInput(format!("{}: {e}", f.display())))?.0
         }
         None => a.modules.iter().map(|f| read_module(f)).collect::<Result<Vec<_>, _>>()?,
     };

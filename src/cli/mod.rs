@@ -11,6 +11,7 @@ mod bench_alloc;
 mod bench_link;
 mod bench_neff;
 mod bench_sim;
+mod compile;
 mod fmt;
 mod gen_cmd;
 mod interp;
@@ -48,6 +49,8 @@ pub enum Command {
     Interp(interp::InterpArgs),
     /// Split a program into per-core modules and print them.
     Split(split::SplitArgs),
+    /// Compile a program: split, allocate DRAM per core, equalize shared tensors; print the modules.
+    Compile(compile::CompileArgs),
     /// Run the whole flow on one program and check every invariant.
     Run(run::RunArgs),
     /// The NEFF container: inspect, unpack (and later pack).
@@ -133,6 +136,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Fmt(a) => fmt::run(a),
         Command::Interp(a) => interp::run(a),
         Command::Split(a) => split::run(a),
+        Command::Compile(a) => compile::run(a),
         Command::Run(a) => run::run(a),
         Command::Neff(c) => neff::run(c),
         Command::Bench(c) => bench::run(c),

@@ -1,7 +1,7 @@
 //! `Module::verify`: every dangling index, duplicate name, use-before-def and
 //! type mismatch, reported as typed errors (all of them, not just the first).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::HashSet;
 use std::fmt;
 
 use super::module::*;
@@ -82,14 +82,26 @@ impl Module {
     }
 }
 
+/// Where an instruction error is: formatted only when an error is reported.
+struct Ctx<'a> {
+    func: &'a str,
+    inst: &'a str,
+}
+
+impl fmt::Display for Ctx<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "function `{}`, instruction `{}`", self.func, self.inst)
+    }
+}
+
 /// Which locations are written where, for the use-before-def rule.
 struct Written<'a> {
     /// Position of the first write in the function being checked, so far.
-    first_here: BTreeMap<MemLocId, usize>,
+    first_here: Vec<Option<usize>>,
     /// Every location the function being checked writes.
-    in_function: &'a BTreeSet<MemLocId>,
+    in_function: &'a [bool],
     /// Every location any function writes.
-    anywhere: &'a BTreeSet<MemLocId>,
+    anywhere: &'a [bool],
 }
 
 struct Verifier<'a> {
@@ -111,7 +123,8 @@ impl Verifier<'_> {
     }
 
     fn dups<'n>(&mut self, kind: &'static str, scope: &str, names: impl Iterator<Item = &'n str>) {
-        let mut seen = BTreeSet::new();
+        // Insert-only (never iterated), so the hash order cannot leak into reports.
+        let mut seen = HashSet::new();
         for n in names {
             if !seen.insert(n) {
                 self.errs.push(VerifyError::Duplicate { kind, name: n.to_string(), scope: scope.to_string() });
@@ -119,7 +132,7 @@ impl Verifier<'_> {
         }
     }
 
-    fn loc_ok(&mut self, context: &str, id: MemLocId) -> bool {
+    fn loc_ok(&mut self, context: &dyn fmt::Display, id: MemLocId) -> bool {
         if id.index() < self.m.memlocs.len() {
             return true;
         }
@@ -178,11 +191,17 @@ impl Verifier<'_> {
     }
 
     /// Locations written by any instruction of any function.
-    fn written_anywhere(&self) -> BTreeSet<MemLocId> {
-        self.m.functions.iter().flat_map(|f| f.insts.iter().filter_map(|i| i.write().map(|a| a.loc))).collect()
+    fn written_anywhere(&self) -> Vec<bool> {
+        let mut w = vec![false; self.m.memlocs.len()];
+        for a in self.m.functions.iter().flat_map(|f| f.insts.iter().filter_map(Inst::write)) {
+            if let Some(slot) = w.get_mut(a.loc.index()) {
+                *slot = true;
+            }
+        }
+        w
     }
 
-    fn function(&mut self, fi: usize, f: &Function, written_anywhere: &BTreeSet<MemLocId>) {
+    fn function(&mut self, fi: usize, f: &Function, written_anywhere: &[bool]) {
         let fctx = format!("function `{}`", f.name);
         let scope = format!(" in function `{}`", f.name);
         self.dups("block", &scope, f.blocks.iter().map(|b| b.name.as_str()));
@@ -209,12 +228,17 @@ impl Verifier<'_> {
             self.structure(fctx.clone(), "instruction arena is not in block order (call Function::canonicalize)");
         }
         let core = f.attrs.neuron_core_id.or(self.m.attrs.neuron_core_id);
-        let in_function: BTreeSet<MemLocId> = f.insts.iter().filter_map(|i| i.write().map(|a| a.loc)).collect();
-        let mut written =
-            Written { first_here: BTreeMap::new(), in_function: &in_function, anywhere: written_anywhere };
+        let n = self.m.memlocs.len();
+        let mut in_function = vec![false; n];
+        for a in f.insts.iter().filter_map(Inst::write) {
+            if let Some(slot) = in_function.get_mut(a.loc.index()) {
+                *slot = true;
+            }
+        }
+        let mut written = Written { first_here: vec![None; n], in_function: &in_function, anywhere: written_anywhere };
         for (pos, id) in f.order().enumerate() {
             let Some(inst) = f.insts.get(id.index()) else { continue };
-            let ictx = format!("{fctx}, instruction `{}`", inst.name);
+            let ictx = Ctx { func: &f.name, inst: &inst.name };
             self.inst(fi, f, id, inst, &ictx, core);
             for r in inst.reads() {
                 if r.loc.index() < self.m.memlocs.len() && !self.defined(r.loc, &written, pos) {
@@ -225,8 +249,10 @@ impl Verifier<'_> {
                     });
                 }
             }
-            if let Some(w) = inst.write() {
-                written.first_here.entry(w.loc).or_insert(pos);
+            if let Some(w) = inst.write()
+                && let Some(slot @ None) = written.first_here.get_mut(w.loc.index())
+            {
+                *slot = Some(pos);
             }
         }
     }
@@ -239,14 +265,14 @@ impl Verifier<'_> {
         if matches!(l.usage, Usage::Input | Usage::Weight) || l.remote_local_target.is_some() {
             return true;
         }
-        match written.first_here.get(&loc) {
-            Some(&p) => p < pos,
+        match written.first_here[loc.index()] {
+            Some(p) => p < pos,
             // A later writer in this same function makes the read a use-before-def.
-            None => written.anywhere.contains(&loc) && !written.in_function.contains(&loc),
+            None => written.anywhere[loc.index()] && !written.in_function[loc.index()],
         }
     }
 
-    fn inst(&mut self, fi: usize, f: &Function, id: InstId, inst: &Inst, ictx: &str, core: Option<u32>) {
+    fn inst(&mut self, fi: usize, f: &Function, id: InstId, inst: &Inst, ictx: &Ctx<'_>, core: Option<u32>) {
         let lnc = self.m.attrs.lnc_size;
         for d in &inst.deps {
             if d.inst.index() >= f.insts.len() {
@@ -334,7 +360,7 @@ impl Verifier<'_> {
         }
     }
 
-    fn ap(&mut self, ictx: &str, a: &AccessPattern) -> bool {
+    fn ap(&mut self, ictx: &Ctx<'_>, a: &AccessPattern) -> bool {
         if !self.loc_ok(ictx, a.loc) {
             return false;
         }
@@ -353,7 +379,7 @@ impl Verifier<'_> {
         true
     }
 
-    fn compute(&mut self, ictx: &str, kind: ComputeKind, srcs: &[AccessPattern], dst: &AccessPattern) {
+    fn compute(&mut self, ictx: &Ctx<'_>, kind: ComputeKind, srcs: &[AccessPattern], dst: &AccessPattern) {
         let m = self.m;
         if srcs.iter().chain([dst]).any(|a| m.memlocs[a.loc.index()].dtype != DType::I32) {
             self.mismatch(ictx.to_string(), "compute operands must be i32");

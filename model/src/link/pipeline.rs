@@ -2,29 +2,20 @@
 //! function, so every caller (CLI, properties, fuzz, benchmarks) links what
 //! the same pipeline produced.
 //!
-//! Today it only splits: the DRAM allocator (per core, then the dram_shared
-//! mode and `sync_shared_allocations`) is added here when it is merged. The
-//! linker and its checker work with addresses unset (`None` on both sides of
-//! every handoff) as well as set.
+//! The flow itself is [`crate::pipeline`]: split, the DRAM allocator per core
+//! (private region, anti-dependency passes, the dram_shared run) and
+//! `sync_shared_allocations`, with default [`PipelineOptions`]. The linker and
+//! its checker work with addresses unset (`--disable-dram-allocation`) as well
+//! as set.
 
-use super::{LinkError, LinkOptions, Linked, link_with};
+use super::{LinkOptions, Linked, link_with};
 use crate::ir::Module;
-use crate::split::{SplitError, split};
+pub use crate::pipeline::PipelineError;
+use crate::pipeline::{PipelineOptions, build_pipeline};
 
-/// Why the pipeline failed. One line each.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum PipelineError {
-    /// The program could not be split.
-    #[error("split: {0}")]
-    Split(#[from] SplitError),
-    /// The per-core modules could not be linked.
-    #[error("link: {0}")]
-    Link(#[from] LinkError),
-}
-
-/// The finished per-core modules of `program`, in core order (today: `split`).
+/// The finished per-core modules of `program`, in core order (every pass before `link`).
 pub fn per_core_modules(program: &Module) -> Result<Vec<Module>, PipelineError> {
-    Ok(split(program)?)
+    Ok(build_pipeline(&PipelineOptions::default()).run_per_core(program)?.0)
 }
 
 /// `per_core_modules` then `link_with`: the per-core modules and the link.

@@ -1,0 +1,309 @@
+//! Shared mode (seed 004, "Cross-LNC Shared-DRAM Partitioning"; DESIGN.md,
+//! "Shared tensors"): the dram_shared run of the same allocator
+//! (`from_space = Shared`), the `setIsSharedPostDRAMAlloc` mark, per-core slab
+//! partitioning, `sync_shared_allocations`, and memory-pressure accounting
+//! that counts shared bytes once.
+//!
+//! **Ownership.** The core that writes a cross-core tensor owns it (its copy
+//! has no `remote_local_target`) and places it in its slab of the shared
+//! region; every consumer's view carries `RemoteLocalTarget(name, producer)`
+//! and is skipped on its core ("Skipping shared tensor allocations on core N,
+//! marking as remoteLocalTarget instead", mark `dram.shared_remote_skip`);
+//! [`sync_shared_allocations`] then copies the producer's (address, partition,
+//! bank) onto the view. The seed skips the whole core when "sharing-on-core-1";
+//! our split gives each core both owned tensors and views, so the skip is per
+//! location.
+//!
+//! **Slabs.** Core `c` owns `[c * coreCap, (c + 1) * coreCap)` of the shared
+//! region, `coreCap = shared_core_cap_mib << 20` (seed: `this[488] << 20`).
+//! The run allocates in slab-relative coordinates (floor 0, ceiling `coreCap`,
+//! the CC-buffer region at the top of the slab) and adds the slab base on
+//! write-back, so the core allocator needs no slab knob.
+//!
+//! **Lifetimes (conservative choice).** Instruction numbering is per core, so a
+//! producer's flat times say nothing about when a consumer on another core
+//! reads. [`extend_shared_lifetimes`] makes every owned shared tensor live from
+//! its first def to the end of the producer's function: all of them meet at
+//! the last instruction, so shared tensors never reuse each other's addresses.
+
+use std::collections::BTreeSet;
+
+use super::allocate::{
+    AllocReport, DramError, DramOptions, MSG_SUCCESS, Space, account, early_exit, place, unaddressed_in, write_back,
+};
+use super::config::{AllocConfig, Order};
+use super::liveness::{IrProblem, build_problem};
+use super::problem::{DRAM_PAGE, LiveInterval, high_water_mark, round_up};
+use crate::ir::{MemLocId, MemoryLocation, Module, Usage};
+
+/// `bir::MemoryLocation::setIsSharedPostDRAMAlloc(true)`: the only place that sets the mark.
+pub fn set_is_shared_post_dram_alloc(loc: &mut MemoryLocation) {
+    loc.is_shared_post_dram_alloc = true;
+}
+
+/// The log line of a core whose shared views are left to `sync_shared_allocations`.
+pub fn skip_message(core: u32) -> String {
+    format!("Skipping shared tensor allocations on core {core}, marking as remoteLocalTarget instead")
+}
+
+/// Core `core`'s slab `[base, base + cap)` of the shared region, in bytes.
+pub fn slab(core: u32, cap_mib: u64) -> Result<(u64, u64), DramError> {
+    let overflow = DramError::SlabOverflow { core, cap_mib };
+    let cap = cap_mib.checked_mul(1 << 20).ok_or(overflow.clone())?;
+    let base = cap.checked_mul(u64::from(core)).ok_or(overflow.clone())?;
+    base.checked_add(cap).ok_or(overflow)?;
+    Ok((base, cap))
+}
+
+/// Makes every location of `ir` live from its first def to the end of the function.
+pub fn extend_shared_lifetimes(ir: &mut IrProblem) {
+    let end = ir.num_insts.saturating_sub(1);
+    for l in &mut ir.problem.locations {
+        if let Some(first) = l.intervals.iter().map(|iv| iv.def).min() {
+            l.intervals.push(LiveInterval::new(first, end.max(first)));
+        }
+    }
+}
+
+/// The dram_shared run over every function of `m`, in order.
+pub fn allocate_shared(m: &mut Module, opts: &DramOptions) -> Result<Vec<AllocReport>, DramError> {
+    (0..m.functions.len()).map(|fi| allocate_shared_function(m, fi, opts)).collect()
+}
+
+/// `DRAM_Allocator::allocate(func)` in shared mode for function `fi` of `m`.
+pub fn allocate_shared_function(m: &mut Module, fi: usize, opts: &DramOptions) -> Result<AllocReport, DramError> {
+    let space = Space::Shared;
+    let mut report = AllocReport::new(m, fi, space);
+    let core = report.core.unwrap_or(0);
+    let (base, cap) = slab(core, opts.shared_core_cap_mib)?;
+    if cap < DRAM_PAGE {
+        return Err(DramError::BadRegion(cap));
+    }
+    report.base = base;
+    report.region_ceiling = cap;
+    // FIRST SCAN: unaddressed shared locations, owned or views.
+    let unaddressed = unaddressed_in(m, fi, space);
+    if unaddressed.is_empty() {
+        early_exit(m, fi, &mut report);
+        return Ok(report);
+    }
+    // SHARED MARKING: every shared location the function touches (views too: sync reads the mark).
+    for id in super::liveness::touched(&m.functions[fi]) {
+        if let Some(l) = m.memlocs.get_mut(id.index())
+            && space.holds(l)
+        {
+            set_is_shared_post_dram_alloc(l);
+        }
+    }
+    let (views, owned): (Vec<MemLocId>, Vec<MemLocId>) =
+        unaddressed.into_iter().partition(|&id| m.loc(id).remote_local_target.is_some());
+    if !views.is_empty() {
+        crate::marks::hit("dram.shared_remote_skip");
+        report.remote_views = views.len();
+        report.messages.push(skip_message(core));
+    }
+    let owned: BTreeSet<MemLocId> = owned.into_iter().collect();
+    if owned.is_empty() {
+        m.functions[fi].attrs.dram_alloc_ok = Some(true);
+        return Ok(report);
+    }
+    // PRE-PASS: owned shared tensors already placed in this slab, slab-relative.
+    let in_slab = |l: &MemoryLocation| -> Option<u64> {
+        let a = l.address?;
+        (l.remote_local_target.is_none() && a >= base && a - base < cap).then(|| a - base)
+    };
+    let hwm = high_water_mark(
+        m.memlocs
+            .iter()
+            .filter(|l| space.holds(l))
+            .filter_map(|l| in_slab(l).map(|a| (l.name.as_str(), a, l.byte_size(), DRAM_PAGE))),
+    )
+    .map_err(|err| DramError::Alloc { func: m.functions[fi].name.clone(), space, err })?;
+    account(m, space, &owned, &mut report);
+    let mut ir = build_problem(m, &m.functions[fi], |id| owned.contains(&id));
+    extend_shared_lifetimes(&mut ir);
+    let config = AllocConfig {
+        page: DRAM_PAGE,
+        hwm,
+        region_ceiling: cap,
+        allreduce_buffer_size_mib: opts.allreduce_buffer_size_mib,
+        order: Order::Seed,
+    };
+    let alloc = place(m, fi, &ir, &config, space)?;
+    write_back(m, &ir, &alloc, base);
+    m.functions[fi].attrs.dram_alloc_ok = Some(true);
+    report.placed = ir.locs.len();
+    report.metrics = alloc.metrics;
+    report.messages.push(MSG_SUCCESS.to_string());
+    Ok(report)
+}
+
+/// Why `sync_shared_allocations` failed (the seed's assertions, as typed errors).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SyncError {
+    /// No module is core `target` (`modules[remote.coreIdx]` does not exist).
+    #[error("core {core}: view `{view}` names core {target}, which is not among the modules")]
+    MissingCore {
+        /// The view's core (module index).
+        core: usize,
+        /// The view.
+        view: String,
+        /// The remote core.
+        target: u32,
+    },
+    /// The remote module has no location of that name (`remote_mloc != nullptr`).
+    #[error(
+        "core {core}: view `{view}` names `{name}` on core {target}, which does not exist (remote_mloc != nullptr)"
+    )]
+    MissingTarget {
+        /// The view's core (module index).
+        core: usize,
+        /// The view.
+        view: String,
+        /// The remote name.
+        name: String,
+        /// The remote core.
+        target: u32,
+    },
+    /// The producer's location has no address (`remote_mloc->isAllocated()`).
+    #[error(
+        "core {core}: view `{view}` names `{name}` on core {target}, which is not allocated (remote_mloc->isAllocated())"
+    )]
+    UnallocatedTarget {
+        /// The view's core (module index).
+        core: usize,
+        /// The view.
+        view: String,
+        /// The remote name.
+        name: String,
+        /// The remote core.
+        target: u32,
+    },
+}
+
+/// One equalization: the view, and the (address, partition, bank) it received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Synced {
+    /// The view's core (module index).
+    pub core: usize,
+    /// The view.
+    pub view: String,
+    /// "Assigned memloc <name> to address <addr> based on its remote local target".
+    pub address: u64,
+    /// The partition copied.
+    pub partition: u32,
+    /// The bank copied.
+    pub bank: u32,
+}
+
+/// `SyncSharedAllocations::run(vector<Module>&)`: every marked shared location
+/// with a `remote_local_target` gets the producer's (address, partition, bank).
+///
+/// The target module is the one whose NeuronCoreId is the remote core (else
+/// the module at that index). Locations without the `is_shared_post_dram_alloc`
+/// mark are skipped, as the seed's `isSharedPostDRAMAlloc()` test does (with
+/// `--disable-dram-allocation` nothing is marked and the pass is a no-op). The
+/// single-core case returns at once (mark `dram.sync_single_core`). All
+/// updates are computed first: on error no module is changed.
+pub fn sync_shared_allocations(modules: &mut [Module]) -> Result<Vec<Synced>, SyncError> {
+    if modules.len() <= 1 {
+        crate::marks::hit("dram.sync_single_core");
+        return Ok(Vec::new());
+    }
+    let mut updates: Vec<(usize, usize, Synced)> = Vec::new();
+    for (core, m) in modules.iter().enumerate() {
+        for (li, l) in m.memlocs.iter().enumerate() {
+            let Some(r) = &l.remote_local_target else { continue };
+            if !l.is_shared_post_dram_alloc {
+                continue;
+            }
+            let view = || l.name.clone();
+            let target = modules
+                .iter()
+                .find(|t| t.attrs.neuron_core_id == Some(r.core))
+                .or_else(|| modules.get(r.core as usize))
+                .ok_or_else(|| SyncError::MissingCore { core, view: view(), target: r.core })?;
+            let name = || r.name.clone();
+            let rl = target.loc_by_name(&r.name).map(|id| target.loc(id)).ok_or_else(|| SyncError::MissingTarget {
+                core,
+                view: view(),
+                name: name(),
+                target: r.core,
+            })?;
+            let address = rl.address.ok_or_else(|| SyncError::UnallocatedTarget {
+                core,
+                view: view(),
+                name: name(),
+                target: r.core,
+            })?;
+            let s = Synced { core, view: view(), address, partition: rl.partition, bank: rl.bank };
+            updates.push((core, li, s));
+        }
+    }
+    for (core, li, s) in &updates {
+        let l = &mut modules[*core].memlocs[*li];
+        l.address = Some(s.address);
+        l.partition = s.partition;
+        l.bank = s.bank;
+    }
+    Ok(updates.into_iter().map(|(_, _, s)| s).collect())
+}
+
+/// HBM the allocator placed over N per-core modules, shared bytes counted once.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HbmUsage {
+    /// Per module: bytes of the private region that some Internal/Spill location occupies.
+    pub private: Vec<u64>,
+    /// Bytes of the shared region that some shared location (owner or view) occupies, once.
+    pub shared: u64,
+    /// `sum(private) + shared`.
+    pub total: u64,
+}
+
+/// Length of the union of half-open byte ranges.
+fn union_len(mut ranges: Vec<(u64, u64)>) -> u64 {
+    ranges.sort_unstable();
+    let (mut total, mut end) = (0u64, 0u64);
+    for (lo, hi) in ranges {
+        let lo = lo.max(end);
+        if hi > lo {
+            total = total.saturating_add(hi - lo);
+            end = hi;
+        }
+    }
+    total
+}
+
+/// The aligned byte range of an addressed DRAM location.
+fn aligned_range(l: &MemoryLocation) -> Option<(u64, u64)> {
+    let a = l.address?;
+    Some((a, a.saturating_add(round_up(l.byte_size(), DRAM_PAGE).unwrap_or(u64::MAX))))
+}
+
+/// Memory pressure over `modules` (seed QUIRK: `getMemPressure` excludes
+/// `isSharedPostDRAMAlloc` bytes from per-core accounting): each core's private
+/// footprint, plus the shared region's footprint counted once however many
+/// cores hold a view of a buffer. Footprints are unions of `[address, address
+/// + aligned size)`, so reuse is not counted twice either.
+pub fn hbm_usage(modules: &[Module]) -> HbmUsage {
+    let private: Vec<u64> = modules
+        .iter()
+        .map(|m| {
+            let placed = m
+                .memlocs
+                .iter()
+                .filter(|l| Space::Private.holds(l) && matches!(l.usage, Usage::Internal | Usage::Spill));
+            union_len(placed.filter_map(aligned_range).collect())
+        })
+        .collect();
+    let shared = union_len(
+        modules
+            .iter()
+            .flat_map(|m| &m.memlocs)
+            .filter(|l| Space::Shared.holds(l) || l.is_shared_post_dram_alloc)
+            .filter_map(aligned_range)
+            .collect(),
+    );
+    let total = private.iter().fold(shared, |t, &p| t.saturating_add(p));
+    HbmUsage { private, shared, total }
+}

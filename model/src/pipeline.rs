@@ -1,0 +1,278 @@
+//! The compile pipeline and its builder (DESIGN.md, "The flow"; seed 004,
+//! "The disable_dram_allocation Gate").
+//!
+//! [`build_pipeline`] turns [`PipelineOptions`] into an ordered list of named
+//! [`Pass`]es; [`Pipeline::run`] runs them on a program. The order:
+//!
+//! 1. `split` (lnc_splitter);
+//! 2. `coloring_allocator_dram` (per core, private region), then its paired
+//!    `anti_dependency_analyzer_post_dram`;
+//! 3. `coloring_allocator_dram_shared` (per core, shared region);
+//! 4. `sync_shared_allocations` (all N modules);
+//! 5. `anti_dependency_analyzer_post_shared_dram` (after sync, so views hold
+//!    their addresses);
+//! 6. `link` (bir_linker): the N finished per-core modules into one
+//!    `<name>/sgLnk` module.
+//!
+//! **The gate.** `--disable-dram-allocation` is checked here, when the pass
+//! list is built, not inside the allocator (seed GOTCHA): the two allocator
+//! passes and their paired anti-dependency passes are simply not in the list.
+//! `sync_shared_allocations` stays: it only follows `is_shared_post_dram_alloc`
+//! marks, which only the shared allocator sets, so it has nothing to do. The
+//! per-core modules then keep their compiler-placed tensors unaddressed and
+//! codegen refuses them with `CodegenError::Unallocated`.
+
+use crate::dram::{
+    AllocReport, AntiDepReport, DramError, DramOptions, HbmUsage, IrCheckConfig, SyncError, allocate_module,
+    allocate_shared, anti_dependency_analyzer_post_dram, anti_dependency_analyzer_post_shared_dram, hbm_usage,
+    shared::Synced, sync_shared_allocations,
+};
+use std::path::PathBuf;
+
+use crate::ir::Module;
+use crate::link::{LinkError, LinkOptions, PostLinkReport, TensorMap, link_with};
+use crate::split::{SplitError, split};
+
+/// The options that shape the pipeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineOptions {
+    /// `--disable-dram-allocation`: build the pipeline without the DRAM allocator passes.
+    pub disable_dram_allocation: bool,
+    /// `--allreduce-buffer-size` in MiB (default 500); -1 = auto-size by `cc_buffer_size`.
+    pub allreduce_buffer_size_mib: i64,
+    /// The per-core private DRAM window in bytes (default [`crate::dram::DEFAULT_DRAM_REGION`]).
+    pub dram_region_bytes: u64,
+    /// `coreCap`: MiB of the shared region per core slab (default [`crate::dram::DEFAULT_SHARED_CORE_CAP_MIB`]).
+    pub shared_core_cap_mib: u64,
+    /// Root of the linker's sgLnk link directory; `None` writes nothing.
+    pub link_dir: Option<PathBuf>,
+}
+
+impl Default for PipelineOptions {
+    fn default() -> Self {
+        let d = DramOptions::default();
+        PipelineOptions {
+            disable_dram_allocation: false,
+            allreduce_buffer_size_mib: d.allreduce_buffer_size_mib,
+            dram_region_bytes: d.region_ceiling,
+            shared_core_cap_mib: d.shared_core_cap_mib,
+            link_dir: None,
+        }
+    }
+}
+
+impl PipelineOptions {
+    /// The allocator's knobs.
+    pub fn dram(&self) -> DramOptions {
+        DramOptions {
+            region_ceiling: self.dram_region_bytes,
+            allreduce_buffer_size_mib: self.allreduce_buffer_size_mib,
+            shared_core_cap_mib: self.shared_core_cap_mib,
+        }
+    }
+
+    /// The IR checker's configuration for modules this pipeline allocated.
+    pub fn check_config(&self) -> IrCheckConfig {
+        IrCheckConfig {
+            region_ceiling: self.dram_region_bytes,
+            allreduce_buffer_size_mib: self.allreduce_buffer_size_mib,
+            shared_core_cap_mib: self.shared_core_cap_mib,
+        }
+    }
+}
+
+/// One pass of the pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Pass {
+    /// lnc_splitter: the program into per-core modules.
+    Split,
+    /// `coloring_allocator_dram`: the private-region allocator, per core.
+    DramAlloc,
+    /// `anti_dependency_analyzer_post_dram`: WAR/WAW edges over the private region.
+    AntiDepsPostDram,
+    /// `coloring_allocator_dram_shared`: the shared-region allocator, per core.
+    DramShared,
+    /// `sync_shared_allocations`: views get their producer's (address, partition, bank).
+    SyncSharedAllocations,
+    /// `anti_dependency_analyzer_post_shared_dram`: WAR/WAW edges over the shared region.
+    AntiDepsPostSharedDram,
+    /// bir_linker: the per-core modules into one `<name>/sgLnk` module.
+    Link,
+}
+
+impl Pass {
+    /// The pass's name (the seed's pass names).
+    pub fn name(self) -> &'static str {
+        match self {
+            Pass::Split => "split",
+            Pass::DramAlloc => "coloring_allocator_dram",
+            Pass::AntiDepsPostDram => "anti_dependency_analyzer_post_dram",
+            Pass::DramShared => "coloring_allocator_dram_shared",
+            Pass::SyncSharedAllocations => "sync_shared_allocations",
+            Pass::AntiDepsPostSharedDram => "anti_dependency_analyzer_post_shared_dram",
+            Pass::Link => "link",
+        }
+    }
+}
+
+/// An ordered list of passes and the options they run with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pipeline {
+    passes: Vec<Pass>,
+    opts: PipelineOptions,
+}
+
+/// The pipeline builder: the `--disable-dram-allocation` gate lives here.
+pub fn build_pipeline(opts: &PipelineOptions) -> Pipeline {
+    let mut passes = vec![Pass::Split];
+    if !opts.disable_dram_allocation {
+        passes.extend([Pass::DramAlloc, Pass::AntiDepsPostDram, Pass::DramShared]);
+    }
+    passes.push(Pass::SyncSharedAllocations);
+    if !opts.disable_dram_allocation {
+        passes.push(Pass::AntiDepsPostSharedDram);
+    }
+    passes.push(Pass::Link);
+    Pipeline { passes, opts: opts.clone() }
+}
+
+/// Why the pipeline failed. One line each.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PipelineError {
+    /// The program could not be split.
+    #[error("split: {0}")]
+    Split(#[from] SplitError),
+    /// The DRAM allocator failed on a core.
+    #[error("{pass} on core {core}: {err}")]
+    Dram {
+        /// The pass.
+        pass: &'static str,
+        /// The core (module index).
+        core: usize,
+        /// The allocator's error.
+        err: DramError,
+    },
+    /// `sync_shared_allocations` failed.
+    #[error("sync_shared_allocations: {0}")]
+    Sync(#[from] SyncError),
+    /// The per-core modules could not be linked.
+    #[error("link: {0}")]
+    Link(#[from] LinkError),
+    /// A pass that needs per-core modules ran before `split`.
+    #[error("pass {0} runs before split")]
+    NotSplit(&'static str),
+    /// The pipeline has no `link` pass, so there is no linked module.
+    #[error("the pipeline has no link pass")]
+    NotLinked,
+}
+
+/// What the pipeline did, per pass and per core.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CompileReport {
+    /// The passes that ran, in order.
+    pub passes: Vec<&'static str>,
+    /// The private-region run, per core (one report per function).
+    pub dram: Vec<Vec<AllocReport>>,
+    /// The shared-region run, per core.
+    pub dram_shared: Vec<Vec<AllocReport>>,
+    /// Every view `sync_shared_allocations` equalized.
+    pub synced: Vec<Synced>,
+    /// `anti_dependency_analyzer_post_dram`, per core.
+    pub anti_deps_post_dram: Vec<Vec<AntiDepReport>>,
+    /// `anti_dependency_analyzer_post_shared_dram`, per core.
+    pub anti_deps_post_shared_dram: Vec<Vec<AntiDepReport>>,
+    /// HBM placed over all cores, shared bytes counted once.
+    pub hbm: HbmUsage,
+    /// The linker's post-link report (`None` when the link pass did not run).
+    pub link: Option<PostLinkReport>,
+}
+
+/// The pipeline's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Compiled {
+    /// The per-core modules (split, allocated, synced), in core order.
+    pub per_core: Vec<Module>,
+    /// The linked `<name>/sgLnk` module.
+    pub linked: Module,
+    /// The linked module's unified tensor map.
+    pub tensor_map: TensorMap,
+    /// What each pass did.
+    pub report: CompileReport,
+}
+
+impl Pipeline {
+    /// The passes, in order.
+    pub fn passes(&self) -> &[Pass] {
+        &self.passes
+    }
+
+    /// The pass names, in order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.passes.iter().map(|p| p.name()).collect()
+    }
+
+    /// The options the passes run with.
+    pub fn options(&self) -> &PipelineOptions {
+        &self.opts
+    }
+
+    /// Runs every pass on `program`.
+    pub fn run(&self, program: &Module) -> Result<Compiled, PipelineError> {
+        let (per_core, mut report) = self.run_per_core(program)?;
+        if !self.passes.contains(&Pass::Link) {
+            return Err(PipelineError::NotLinked);
+        }
+        report.passes.push(Pass::Link.name());
+        let linked = link_with(&per_core, &LinkOptions { link_dir: self.opts.link_dir.clone() })?;
+        report.link = Some(linked.report);
+        Ok(Compiled { per_core, linked: linked.module, tensor_map: linked.tensor_map, report })
+    }
+
+    /// Runs every pass before `link` on `program`: the finished per-core modules.
+    pub fn run_per_core(&self, program: &Module) -> Result<(Vec<Module>, CompileReport), PipelineError> {
+        let dram = self.opts.dram();
+        let mut report = CompileReport::default();
+        let mut per_core: Option<Vec<Module>> = None;
+        for &pass in &self.passes {
+            if pass == Pass::Link {
+                continue;
+            }
+            report.passes.push(pass.name());
+            if pass == Pass::Split {
+                per_core = Some(split(program)?);
+                continue;
+            }
+            let modules = per_core.as_mut().ok_or(PipelineError::NotSplit(pass.name()))?;
+            let err = |core: usize| move |err: DramError| PipelineError::Dram { pass: pass.name(), core, err };
+            match pass {
+                Pass::Split | Pass::Link => {}
+                Pass::DramAlloc => {
+                    for (core, m) in modules.iter_mut().enumerate() {
+                        report.dram.push(allocate_module(m, &dram).map_err(err(core))?);
+                    }
+                }
+                Pass::DramShared => {
+                    for (core, m) in modules.iter_mut().enumerate() {
+                        report.dram_shared.push(allocate_shared(m, &dram).map_err(err(core))?);
+                    }
+                }
+                Pass::SyncSharedAllocations => report.synced = sync_shared_allocations(modules)?,
+                Pass::AntiDepsPostDram => {
+                    report.anti_deps_post_dram = modules.iter_mut().map(anti_dependency_analyzer_post_dram).collect();
+                }
+                Pass::AntiDepsPostSharedDram => {
+                    report.anti_deps_post_shared_dram =
+                        modules.iter_mut().map(anti_dependency_analyzer_post_shared_dram).collect();
+                }
+            }
+        }
+        let per_core = per_core.ok_or(PipelineError::NotSplit("(end)"))?;
+        report.hbm = hbm_usage(&per_core);
+        Ok((per_core, report))
+    }
+}
+
+/// Builds the pipeline for `opts` and runs it on `program`.
+pub fn compile(program: &Module, opts: &PipelineOptions) -> Result<Compiled, PipelineError> {
+    build_pipeline(opts).run(program)
+}

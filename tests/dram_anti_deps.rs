@@ -1,0 +1,120 @@
+//! The post-DRAM anti-dependency passes: edges between instructions that touch
+//! reused bytes through different tensors, backward, deduplicated, minimal.
+
+#![allow(clippy::unwrap_used)]
+
+use lncsim_model::dram::{
+    DramOptions, allocate_module, anti_dependency_analyzer_post_dram, anti_dependency_analyzer_post_shared_dram,
+};
+use lncsim_model::ir::{Dep, EdgeKind, InstId, Module, parse};
+use lncsim_model::marks::Recorder;
+
+fn module(text: &str) -> Module {
+    parse(text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// a -> b -> c with no dependency edges at all: only the allocator's reuse of
+/// a's bytes for c links the instructions.
+const NO_DEPS: &str = "\
+module p lnc 1
+loc x dram input i32[1024] @0x0
+loc a dram internal i32[1024]
+loc b dram internal i32[1024]
+loc c dram internal i32[1024]
+loc y dram output i32[1024] @0x1000
+
+func main
+  block entry
+    i0 = act relu x[0..1024] -> a[0..1024]
+    i1 = dve relu a[0..1024] -> b[0..1024]
+    i2 = pool relu b[0..1024] -> c[0..1024]
+    i3 = pe relu c[0..1024] -> y[0..1024]
+";
+
+fn deps(m: &Module, inst: &str) -> Vec<(String, EdgeKind)> {
+    let f = &m.functions[0];
+    let i = f.inst_by_name(inst).unwrap();
+    f.insts[i.index()].deps.iter().map(|d| (f.insts[d.inst.index()].name.clone(), d.kind)).collect()
+}
+
+fn allocated(text: &str) -> Module {
+    let mut m = module(text);
+    allocate_module(&mut m, &DramOptions::default()).unwrap();
+    let a = m.loc(m.loc_by_name("a").unwrap()).address;
+    assert_eq!(a, m.loc(m.loc_by_name("c").unwrap()).address, "the test needs a and c to share bytes");
+    m
+}
+
+#[test]
+fn reuse_gets_war_waw_and_read_edges_pointing_backward() {
+    let mut m = allocated(NO_DEPS);
+    let r = Recorder::start();
+    let reports = anti_dependency_analyzer_post_dram(&mut m);
+    assert_eq!(r.hits("dram.anti_deps_post_dram"), 1);
+    // i2 writes c over a: after i1 read a (WAR), after i0 wrote a (WAW).
+    assert_eq!(deps(&m, "i2"), vec![("i0".into(), EdgeKind::Waw), ("i1".into(), EdgeKind::War)]);
+    // i3 reads c's bytes, which i0 wrote through a: a read of reused bytes.
+    assert_eq!(deps(&m, "i3"), vec![("i0".into(), EdgeKind::Data)]);
+    assert!(deps(&m, "i0").is_empty() && deps(&m, "i1").is_empty());
+    assert_eq!((reports[0].waw, reports[0].war, reports[0].raw), (1, 1, 1));
+    m.verify().unwrap();
+    // Deduplicated: a second run adds nothing.
+    let again = m.clone();
+    assert_eq!(anti_dependency_analyzer_post_dram(&mut m)[0].added(), 0);
+    assert_eq!(m, again);
+}
+
+#[test]
+fn edges_already_implied_by_the_program_are_not_added() {
+    let text = NO_DEPS
+        .replace("-> b[0..1024]", "-> b[0..1024] after i0")
+        .replace("-> c[0..1024]\n", "-> c[0..1024] after i1\n");
+    let text = text.replace("-> y[0..1024]", "-> y[0..1024] after i2");
+    let mut m = allocated(&text);
+    let before = m.clone();
+    let reports = anti_dependency_analyzer_post_dram(&mut m);
+    assert_eq!(reports[0].added(), 0, "i2 already follows i1 and i0 through the data edges");
+    assert_eq!(m, before);
+}
+
+#[test]
+fn nearest_conflict_first_covers_earlier_ones_transitively() {
+    // i1 follows i0; i2 conflicts with both (WAW with i0, WAR with i1) and needs only the edge to i1.
+    let text = NO_DEPS.replace("-> b[0..1024]", "-> b[0..1024] after i0");
+    let mut m = allocated(&text);
+    anti_dependency_analyzer_post_dram(&mut m);
+    assert_eq!(deps(&m, "i2"), vec![("i1".into(), EdgeKind::War)]);
+}
+
+#[test]
+fn the_shared_pass_covers_the_shared_region_only() {
+    // Two shared tensors hand-placed on the same bytes (the allocator never does this).
+    let text = "\
+module s lnc 2 core 0
+loc x dram input i32[4] @0x0
+loc p dram internal i32[4] @0x2000
+loc q dram internal i32[4] @0x2000
+loc s1 dram shared i32[4] @0x0 shared_post_alloc
+loc s2 dram shared i32[4] @0x0 shared_post_alloc
+
+func main
+  block entry
+    i0 = act relu x[0..4] -> s1[0..4] core 0
+    i1 = act relu x[0..4] -> s2[0..4] core 0
+    i2 = act relu x[0..4] -> p[0..4] core 0
+    i3 = act relu x[0..4] -> q[0..4] core 0
+";
+    let mut shared = module(text);
+    let r = anti_dependency_analyzer_post_shared_dram(&mut shared);
+    assert_eq!(r[0].waw, 1);
+    assert_eq!(deps(&shared, "i1"), vec![("i0".into(), EdgeKind::Waw)]);
+    assert!(deps(&shared, "i3").is_empty(), "private tensors are the other pass's");
+    let mut private = module(text);
+    anti_dependency_analyzer_post_dram(&mut private);
+    assert_eq!(deps(&private, "i3"), vec![("i2".into(), EdgeKind::Waw)]);
+    assert!(deps(&private, "i1").is_empty());
+    let f = &private.functions[0];
+    for (j, inst) in f.insts.iter().enumerate() {
+        assert!(inst.deps.iter().all(|&Dep { inst, .. }| inst < InstId::from_index(j)));
+    }
+}

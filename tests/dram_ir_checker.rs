@@ -1,0 +1,238 @@
+//! The independent IR checker against hand-broken allocations: each broken
+//! rule is reported, and a clean allocation passes.
+
+#![allow(clippy::unwrap_used)]
+
+use lncsim_model::dram::{IrViolation, check_modules};
+use lncsim_model::ir::{MemoryLocation, Module, parse};
+use lncsim_model::pipeline::{PipelineOptions, compile};
+
+/// Core 0: a -> b -> c (a and c reuse bytes), owns t; core 1: collective g,
+/// private h, owns s; t and s cross cores.
+const PROGRAM: &str = "\
+module k lnc 2
+loc x dram input i32[1024] @0x0
+loc a dram internal i32[1024]
+loc b dram internal i32[1024]
+loc c dram internal i32[1024]
+loc t dram internal i32[4]
+loc g dram internal i32[4]
+loc h dram internal i32[4]
+loc s dram internal i32[4]
+loc q dram internal i32[4]
+loc y dram output i32[1024] @0x1000
+loc z dram output i32[4] @0x2000
+
+func main
+  block entry
+    i0 = act relu x[0..1024] -> a[0..1024] core 0
+    i1 = act relu a[0..1024] -> b[0..1024] core 0 after i0
+    i2 = act relu b[0..1024] -> c[0..1024] core 0 after i1
+    i3 = act relu c[0..1024] -> y[0..1024] core 0 after i2
+    i4 = act relu x[0..4] -> t[0..4] core 0
+    i5 = dve add t[0..4], x[0..4] -> g[0..4] core 1 collective after i4
+    i6 = act relu g[0..4] -> h[0..4] core 1 after i5
+    i7 = act relu h[0..4] -> z[0..4] core 1 after i6
+    i8 = act relu x[0..4] -> s[0..4] core 1
+    i9 = act relu s[0..4] -> q[0..4] core 0 after i8
+";
+
+fn opts() -> PipelineOptions {
+    PipelineOptions {
+        allreduce_buffer_size_mib: -1,
+        dram_region_bytes: 1 << 20,
+        shared_core_cap_mib: 1,
+        ..PipelineOptions::default()
+    }
+}
+
+fn clean() -> Vec<Module> {
+    let p = parse(PROGRAM).unwrap_or_else(|e| panic!("{e}"));
+    compile(&p, &opts()).unwrap().per_core
+}
+
+fn check(ms: &[Module]) -> Vec<IrViolation> {
+    check_modules(ms, &opts().check_config())
+}
+
+fn loc<'a>(m: &'a mut Module, name: &str) -> &'a mut MemoryLocation {
+    let id = m.loc_by_name(name).unwrap();
+    &mut m.memlocs[id.index()]
+}
+
+fn addr(m: &Module, name: &str) -> u64 {
+    m.loc(m.loc_by_name(name).unwrap()).address.unwrap()
+}
+
+#[test]
+fn the_clean_allocation_passes_and_reuses() {
+    let ms = clean();
+    assert_eq!(check(&ms), vec![]);
+    assert_eq!(addr(&ms[0], "a"), addr(&ms[0], "c"));
+}
+
+#[test]
+fn overlap_of_live_tensors_is_reported() {
+    let mut ms = clean();
+    let a = addr(&ms[0], "a");
+    loc(&mut ms[0], "b").address = Some(a);
+    let v = check(&ms);
+    assert!(
+        v.iter().any(|x| matches!(x, IrViolation::Overlap { a, b, time: 1, .. } if a == "a" && b == "b")),
+        "{v:#?}"
+    );
+}
+
+#[test]
+fn a_one_byte_overlap_is_reported_and_touching_ranges_are_not() {
+    let mut ms = clean();
+    let a = addr(&ms[0], "a");
+    loc(&mut ms[0], "b").address = Some(a + 4095);
+    let v = check(&ms);
+    assert!(v.iter().any(|x| matches!(x, IrViolation::Overlap { b_lo, a_hi, .. } if a_hi - b_lo == 1)), "{v:#?}");
+    let mut ms = clean();
+    let b = addr(&ms[0], "b");
+    loc(&mut ms[0], "a").address = Some(b + 4096);
+    loc(&mut ms[0], "c").address = Some(b + 4096);
+    assert_eq!(check(&ms), vec![], "[b, b+4096) and [b+4096, ...) only touch");
+}
+
+#[test]
+fn a_missed_sync_is_reported() {
+    let mut ms = clean();
+    loc(&mut ms[1], "t_in1").address = Some(0x5000);
+    loc(&mut ms[0], "s_in0").partition = 1;
+    let v = check(&ms);
+    let views: Vec<&str> = v
+        .iter()
+        .filter_map(|x| match x {
+            IrViolation::SyncMismatch { view, .. } => Some(view.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(views, vec!["s_in0", "t_in1"], "{v:#?}");
+}
+
+#[test]
+fn out_of_region_and_out_of_slab_are_reported() {
+    let mut ms = clean();
+    loc(&mut ms[0], "b").address = Some((1 << 20) - 100);
+    // s belongs to core 1's slab [1 MiB, 2 MiB): moving it onto t in core 0's slab.
+    let t = addr(&ms[0], "t");
+    loc(&mut ms[1], "s").address = Some(t);
+    loc(&mut ms[0], "s_in0").address = Some(t);
+    let v = check(&ms);
+    assert!(v.iter().any(|x| matches!(x, IrViolation::OutOfRegion { core: 0, loc, .. } if loc == "b")), "{v:#?}");
+    assert!(
+        v.iter().any(|x| matches!(x, IrViolation::OutOfRegion { core: 1, loc, region_lo: 0x100000, .. } if loc == "s")),
+        "{v:#?}"
+    );
+    assert!(v.iter().any(|x| matches!(x, IrViolation::SharedOverlap { .. })), "{v:#?}");
+}
+
+#[test]
+fn below_the_floor_and_page_straddle_are_reported() {
+    let mut ms = clean();
+    loc(&mut ms[0], "b").address = Some(0x1000);
+    loc(&mut ms[1], "h").address = Some(0x3800);
+    let v = check(&ms);
+    assert!(v.iter().any(|x| matches!(x, IrViolation::BelowFloor { loc, floor: 0x2000, .. } if loc == "b")), "{v:#?}");
+    assert!(v.iter().any(|x| matches!(x, IrViolation::PageStraddle { loc, .. } if loc == "h")), "{v:#?}");
+}
+
+#[test]
+fn cc_region_rules_are_reported() {
+    let mut ms = clean();
+    // Core 1's CC region: auto size roundUp(4096 + 16) = 8 KiB below the 1 MiB ceiling.
+    let cc_base = (1u64 << 20) - 8192;
+    assert_eq!(addr(&ms[1], "g"), cc_base);
+    loc(&mut ms[1], "g").address = Some(0x3000);
+    loc(&mut ms[1], "h").address = Some(cc_base - 4096 + 100);
+    let v = check(&ms);
+    assert!(v.iter().any(|x| matches!(x, IrViolation::CollectiveOutsideCcRegion { loc, .. } if loc == "g")), "{v:#?}");
+    assert!(v.iter().any(|x| matches!(x, IrViolation::CrossesCcCeiling { loc, .. } if loc == "h")), "{v:#?}");
+}
+
+#[test]
+fn unaddressed_unmarked_and_dangling_views_are_reported() {
+    let mut ms = clean();
+    loc(&mut ms[0], "a").address = None;
+    loc(&mut ms[1], "t_in1").is_shared_post_dram_alloc = false;
+    loc(&mut ms[1], "s").name = "s_renamed".into();
+    let v = check(&ms);
+    assert!(v.iter().any(|x| matches!(x, IrViolation::Unaddressed { loc, .. } if loc == "a")), "{v:#?}");
+    assert!(v.iter().any(|x| matches!(x, IrViolation::NotMarked { loc, .. } if loc == "t_in1")), "{v:#?}");
+    assert!(v.iter().any(|x| matches!(x, IrViolation::MissingRemote { view, .. } if view == "s_in0")), "{v:#?}");
+}
+
+#[test]
+fn every_violation_is_returned_not_just_the_first() {
+    let mut ms = clean();
+    let a = addr(&ms[0], "a");
+    loc(&mut ms[0], "b").address = Some(a);
+    loc(&mut ms[1], "t_in1").address = Some(0x5000);
+    loc(&mut ms[1], "h").address = Some(0x1000);
+    loc(&mut ms[0], "c").address = Some(1 << 20);
+    let v = check(&ms);
+    let kinds: std::collections::BTreeSet<&str> = v
+        .iter()
+        .map(|x| match x {
+            IrViolation::Overlap { .. } => "overlap",
+            IrViolation::SyncMismatch { .. } => "sync",
+            IrViolation::BelowFloor { .. } => "floor",
+            IrViolation::OutOfRegion { .. } => "region",
+            _ => "other",
+        })
+        .collect();
+    for k in ["overlap", "sync", "floor", "region"] {
+        assert!(kinds.contains(k), "{k} missing from {v:#?}");
+    }
+}
+
+#[test]
+fn a_bad_configuration_is_reported() {
+    let ms = clean();
+    let mut cfg = opts().check_config();
+    cfg.allreduce_buffer_size_mib = -5;
+    assert!(check_modules(&ms, &cfg).iter().any(|x| matches!(x, IrViolation::BadConfig(_))));
+}
+
+#[test]
+fn a_driver_that_under_reports_liveness_is_caught() {
+    // a lives to i3; b is read at i2. A buggy liveness that ends b at its def lets c take b's bytes.
+    let text = "\
+module p lnc 1
+loc x dram input i32[4] @0x0
+loc a dram internal i32[4]
+loc b dram internal i32[4]
+loc c dram internal i32[4]
+loc y dram output i32[4] @0x1000
+
+func main
+  block entry
+    i0 = act relu x[0..4] -> a[0..4]
+    i1 = act relu a[0..4] -> b[0..4]
+    i2 = act relu b[0..4] -> c[0..4]
+    i3 = dve add a[0..4], c[0..4] -> y[0..4]
+";
+    use lncsim_model::dram::{AllocConfig, LiveInterval, allocate, liveness};
+    let mut m = parse(text).unwrap();
+    let mut ir = liveness::build_problem(&m, &m.functions[0], |id| m.loc(id).address.is_none());
+    let b = ir.problem.locations.iter().position(|l| l.name == "b").unwrap();
+    ir.problem.locations[b].intervals = vec![LiveInterval::new(1, 1)];
+    let placed = allocate(&ir.problem, &AllocConfig::dram(0x1fff)).unwrap();
+    for (i, id) in ir.locs.iter().enumerate() {
+        m.memlocs[id.index()].address = Some(placed.addresses[i]);
+    }
+    assert_eq!(addr(&m, "b"), addr(&m, "c"), "the buggy liveness let c reuse b");
+    let cfg = lncsim_model::dram::IrCheckConfig {
+        region_ceiling: lncsim_model::dram::DEFAULT_DRAM_REGION,
+        allreduce_buffer_size_mib: 500,
+        shared_core_cap_mib: 1024,
+    };
+    let v = check_modules(&[m], &cfg);
+    assert!(
+        v.iter().any(|x| matches!(x, IrViolation::Overlap { a, b, time: 2, .. } if a == "b" && b == "c")),
+        "{v:#?}"
+    );
+}
