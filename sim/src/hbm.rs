@@ -1,18 +1,22 @@
-//! The simulator's view of HBM: a mirror of the device's bytes over the
-//! address range of every var of every loaded core, taken through
-//! [`Device::copy_out`] when the simulation is built and written back through
-//! [`Device::copy_in`] when it ends (so a host reads outputs from the device).
+//! The simulator's view of HBM: a mirror of the device's bytes that the run
+//! touches, taken through [`Device::copy_out`] when the simulation is built
+//! and written back through [`Device::copy_in`] when it ends (so a host reads
+//! outputs from the device).
 //!
-//! Ranges are merged into disjoint regions (a shared region declared by every
-//! core is one region; overlapping vars from a bad placement stay one region,
-//! so their bytes really alias). Every access is resolved once, at decode
-//! time, to (region, offset); executing a record then touches a plain slice.
+//! What is *mapped* is the address range of every var of every loaded core;
+//! what is *mirrored* is every access range (of every record and descriptor)
+//! that lies inside the mapped ranges, merged into disjoint regions, so a
+//! compiled program's multi-GiB scratch windows cost only the bytes its
+//! instructions touch. Overlapping accesses (a shared tensor seen by every
+//! core, two tensors placed over each other) fall into one region, so their
+//! bytes really alias. Every access is resolved once, at build time, to
+//! (region, offset); executing a record then touches a plain slice.
 
 use lncsim_model::load::{CoreImage, Device};
 
 use crate::SimError;
 
-/// One device range the mirror was filled from (and is written back to).
+/// One device range (a var, not inside another) the mirror is filled from and written back to.
 #[derive(Clone, Copy, Debug)]
 struct Source {
     tpb: u32,
@@ -32,23 +36,43 @@ struct Region {
 #[derive(Debug, Default)]
 pub(crate) struct Hbm {
     regions: Vec<Region>,
+    /// Var ranges, sorted, none inside another.
     sources: Vec<Source>,
+    /// Merged var ranges: what is mapped.
+    mapped: Vec<(u64, u64)>,
 }
 
-/// Largest single var the simulator mirrors (4 GiB), so a corrupt image fails cleanly.
-const MAX_VAR: u64 = 1 << 32;
+/// Largest single access the simulator mirrors (4 GiB), so a corrupt record fails cleanly.
+const MAX_ACCESS: u64 = 1 << 32;
+
+/// Merges sorted `(start, end)` ranges that overlap or touch.
+fn merge(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    v.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+    for (a, e) in v {
+        match out.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((a, e)),
+        }
+    }
+    out
+}
 
 impl Hbm {
-    /// Mirrors every var of every image from `device`.
-    pub(crate) fn mirror(device: &dyn Device, images: &[CoreImage]) -> Result<Hbm, SimError> {
+    /// Maps every var of every image and mirrors the mapped parts of `accesses` (pa, len) from `device`.
+    pub(crate) fn mirror(
+        device: &dyn Device,
+        images: &[CoreImage],
+        accesses: impl Iterator<Item = (u64, u64)>,
+    ) -> Result<Hbm, SimError> {
         let mut ranges: Vec<Source> = Vec::new();
         for img in images {
-            for v in &img.vars {
-                if v.size == 0 {
-                    continue;
-                }
-                if v.size > MAX_VAR || v.pa.checked_add(v.size).is_none() {
-                    return Err(SimError::BadImage(format!("core {}: var `{}` has size {}", img.core, v.name, v.size)));
+            for v in img.vars.iter().filter(|v| v.size > 0) {
+                if v.pa.checked_add(v.size).is_none() {
+                    return Err(SimError::BadImage(format!(
+                        "core {}: var `{}` wraps the address space",
+                        img.core, v.name
+                    )));
                 }
                 ranges.push(Source { tpb: img.tpb, pa: v.pa, len: v.size });
             }
@@ -62,22 +86,30 @@ impl Hbm {
                 _ => sources.push(r),
             }
         }
-        let mut regions: Vec<Region> = Vec::new();
-        for s in &sources {
-            let bytes = device.copy_out(s.pa, s.len).map_err(|e| SimError::Device(e.to_string()))?;
-            match regions.last_mut() {
-                Some(r) if s.pa <= r.start + r.data.len() as u64 => {
-                    let off = (s.pa - r.start) as usize;
-                    let end = off + bytes.len();
-                    if end > r.data.len() {
-                        r.data.resize(end, 0);
-                    }
-                    r.data[off..end].copy_from_slice(&bytes);
-                }
-                _ => regions.push(Region { start: s.pa, data: bytes, dirty: false }),
+        let mapped = merge(sources.iter().map(|s| (s.pa, s.pa + s.len)).collect());
+        let mut hbm = Hbm { regions: Vec::new(), sources, mapped };
+        let wanted: Vec<(u64, u64)> = accesses
+            .filter(|&(pa, len)| len > 0 && len <= MAX_ACCESS && hbm.is_mapped(pa, len))
+            .map(|(pa, len)| (pa, pa + len))
+            .collect();
+        for (start, end) in merge(wanted) {
+            let mut data = vec![0u8; (end - start) as usize];
+            // Fill from every var range overlapping the region (each lies in one device allocation).
+            let first = hbm.sources.partition_point(|s| s.pa + s.len <= start);
+            for s in hbm.sources[first..].iter().take_while(|s| s.pa < end) {
+                let (lo, hi) = (s.pa.max(start), (s.pa + s.len).min(end));
+                let bytes = device.copy_out(lo, hi - lo).map_err(|e| SimError::Device(e.to_string()))?;
+                data[(lo - start) as usize..(hi - start) as usize].copy_from_slice(&bytes);
             }
+            hbm.regions.push(Region { start, data, dirty: false });
         }
-        Ok(Hbm { regions, sources })
+        Ok(hbm)
+    }
+
+    /// True when `[pa, pa + len)` lies inside the merged var ranges.
+    fn is_mapped(&self, pa: u64, len: u64) -> bool {
+        let i = self.mapped.partition_point(|&(a, _)| a <= pa);
+        i > 0 && pa.checked_add(len).is_some_and(|e| e <= self.mapped[i - 1].1)
     }
 
     /// The region and offset holding `[pa, pa + len)` entirely, if one does.
@@ -113,15 +145,16 @@ impl Hbm {
         self.write(dst.0, dst.1, buf);
     }
 
-    /// Writes every dirty region back to the device, range by range.
+    /// Writes every dirty region back to the device, piece by var range.
     pub(crate) fn write_back(&self, device: &dyn Device) -> Result<(), SimError> {
-        for s in &self.sources {
-            let Some((r, off)) = self.locate(s.pa, s.len) else { continue };
-            if !self.regions[r as usize].dirty {
-                continue;
+        for r in self.regions.iter().filter(|r| r.dirty) {
+            let (start, end) = (r.start, r.start + r.data.len() as u64);
+            let first = self.sources.partition_point(|s| s.pa + s.len <= start);
+            for s in self.sources[first..].iter().take_while(|s| s.pa < end) {
+                let (lo, hi) = (s.pa.max(start), (s.pa + s.len).min(end));
+                let bytes = &r.data[(lo - start) as usize..(hi - start) as usize];
+                device.copy_in(s.tpb, lo, bytes).map_err(|e| SimError::Device(e.to_string()))?;
             }
-            let bytes = self.slice(r, off, s.len as usize);
-            device.copy_in(s.tpb, s.pa, bytes).map_err(|e| SimError::Device(e.to_string()))?;
         }
         Ok(())
     }
@@ -162,12 +195,15 @@ mod tests {
         d.copy_in(0, a + 100, &[7]).unwrap();
         // A var, another inside it, one straddling its end, and one elsewhere.
         let img = image(vec![(a, 128), (a + 16, 16), (a + 120, 136), (b, 64)]);
-        let mut h = Hbm::mirror(&d, &[img]).unwrap();
-        assert_eq!(h.bytes(), 256 + 64);
+        // Accesses: two overlapping ones across the first vars, one in `b`, one unmapped.
+        let acc = [(a + 90, 100), (a + 150, 100), (b, 8), (b + 64, 4), (0x10, 4)];
+        let mut h = Hbm::mirror(&d, &[img], acc.into_iter()).unwrap();
+        assert_eq!(h.bytes(), 160 + 8, "only what is accessed is mirrored");
+        assert!(h.locate(b + 64, 4).is_none() && h.locate(0x10, 4).is_none(), "unmapped accesses are not mirrored");
         let (r, off) = h.locate(a + 100, 1).unwrap();
         assert_eq!(h.slice(r, off, 1), &[7]);
-        assert!(h.locate(a + 250, 10).is_none(), "past the region");
-        assert!(h.locate(b - 8, 16).is_none(), "between regions");
+        assert!(h.locate(a + 240, 20).is_none(), "past the region");
+        assert!(h.locate(a + 80, 20).is_none(), "before the region");
         let (rb, ob) = h.locate(b, 4).unwrap();
         h.write(rb, ob, &[1, 2, 3, 4]);
         let mut buf = Vec::new();
@@ -175,7 +211,8 @@ mod tests {
         h.write_back(&d).unwrap();
         assert_eq!(d.copy_out(b, 4).unwrap(), vec![1, 2, 3, 4]);
         assert_eq!(d.copy_out(a + 100, 4).unwrap(), vec![1, 2, 3, 4]);
-        // A var outside every allocation cannot be mirrored.
-        assert!(Hbm::mirror(&d, &[image(vec![(0x10, 8)])]).is_err());
+        // An accessed var outside every allocation cannot be mirrored.
+        assert!(Hbm::mirror(&d, &[image(vec![(0x10, 8)])], [(0x10, 4)].into_iter()).is_err());
+        assert!(Hbm::mirror(&d, &[image(vec![(0x10, 8)])], std::iter::empty()).is_ok());
     }
 }

@@ -82,7 +82,6 @@ impl Program {
     /// Fetches, decodes and resolves everything.
     pub(crate) fn build(device: &dyn Device, images: &[CoreImage], cost: &CostModel) -> Result<Program, SimError> {
         let vars = VarTable::new(images);
-        let hbm = Hbm::mirror(device, images)?;
         let mut streams = Vec::new();
         let mut cores = Vec::new();
         for (ci, img) in images.iter().enumerate() {
@@ -123,6 +122,9 @@ impl Program {
                 barrier_groups: img.barrier_groups.clone(),
             });
         }
+        let accesses =
+            streams.iter().flat_map(|s| s.instrs.iter().flat_map(|i| i.mems().iter().map(|m| (m.pa, m.len))));
+        let hbm = Hbm::mirror(device, images, accesses)?;
         let mut p = Program { streams, vars, hbm, bounds: Vec::new(), seg_owner: Vec::new(), sems: Vec::new(), cores };
         p.resolve();
         p.segments();

@@ -51,7 +51,24 @@ fn malformed_images_are_typed_errors() {
     img.engines[Engine::Dve.index()].records += 1000;
     assert!(matches!(Simulation::new(&s.device, &[img], SimConfig::default()), Err(SimError::Device(_))));
     let mut img = s.images[0].clone();
-    img.vars[0].pa = 0x8;
+    img.engines[Engine::Pe.index()].pa = 0x8;
+    let e = Simulation::new(&s.device, &[img], SimConfig::default()).unwrap_err();
+    assert!(e.to_string().starts_with("device: fetching core 0 Pe records"), "{e}");
+    // A var whose bytes the device does not hold, accessed by a record.
+    let mut img = s.images[0].clone();
+    let x = img.vars.iter_mut().find(|v| v.name == "x").unwrap();
+    let (old, size) = (x.pa, x.size);
+    x.pa = 0x8;
+    let dev = &s.device;
+    lncsim_sim::testkit::patch_record(
+        dev,
+        &img,
+        Engine::Dve,
+        |r| r.ops[1].pa() == old,
+        |r| r.ops[1] = lncsim_model::codegen::record::Operand::physical(0x8, size as u32),
+    )
+    .unwrap()
+    .unwrap();
     let e = Simulation::new(&s.device, &[img], SimConfig::default()).unwrap_err();
     assert!(e.to_string().starts_with("device: "), "{e}");
     let too_many = vec![s.images[0].clone(); 300];

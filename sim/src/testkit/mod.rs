@@ -54,3 +54,17 @@ pub fn build_linked(program: &Module, opts: &PlaceOptions) -> Result<(MemDevice,
     let images = stage(&device, &codes).map_err(|e| format!("stage: {e}"))?;
     Ok((device, images))
 }
+
+/// Compiles `program` with the real pipeline (`lncsim_model::pipeline`:
+/// split, DRAM allocator, anti-dependencies, shared allocation and sync,
+/// `bir_linker`), generates code for the linked module, and stages it.
+pub fn build_compiled(
+    program: &Module,
+    opts: &lncsim_model::pipeline::PipelineOptions,
+) -> Result<(MemDevice, Vec<CoreImage>), String> {
+    let compiled = lncsim_model::pipeline::compile(program, opts).map_err(|e| format!("compile: {e}"))?;
+    let codes = codegen(&compiled.linked).map_err(|e| format!("codegen: {e}"))?;
+    let device = MemDevice::new(codes.len() as u32);
+    let images = stage(&device, &codes).map_err(|e| format!("stage: {e}"))?;
+    Ok((device, images))
+}

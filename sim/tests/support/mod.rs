@@ -5,7 +5,7 @@ use lncsim_model::ir::{Module, parse};
 use lncsim_model::load::CoreImage;
 use lncsim_model::program::{Values, interpret, seeded_inputs};
 use lncsim_sim::io::{read_outputs, write_inputs};
-use lncsim_sim::testkit::{MemDevice, PlaceOptions, build, build_linked};
+use lncsim_sim::testkit::{MemDevice, PlaceOptions, build, build_compiled, build_linked};
 use lncsim_sim::{SimConfig, SimReport, simulate};
 
 /// A staged program: the device, its images and the interpreter's outputs.
@@ -35,6 +35,16 @@ pub fn stage_linked(program: &Module, seed: u64) -> Staged {
     let inputs = seeded_inputs(program, seed);
     let golden = interpret(program, &inputs).unwrap();
     let (device, images) = build_linked(program, &PlaceOptions::default()).unwrap();
+    write_inputs(&device, &images, &inputs).unwrap();
+    Staged { device, images, inputs, golden }
+}
+
+/// Compiles `program` with the real pipeline (allocator, anti-dependencies,
+/// linker), generates code, stages it and writes seeded inputs.
+pub fn stage_compiled(program: &Module, seed: u64) -> Staged {
+    let inputs = seeded_inputs(program, seed);
+    let golden = interpret(program, &inputs).unwrap();
+    let (device, images) = build_compiled(program, &Default::default()).unwrap();
     write_inputs(&device, &images, &inputs).unwrap();
     Staged { device, images, inputs, golden }
 }
