@@ -4,8 +4,9 @@
 //!
 //! The default workload: a generated program of 2,500 ops on 4 cores with
 //! tensors of at most 16 elements (so the figure measures the simulator, not
-//! the arithmetic), every check on, split, placed, linked by `bir_linker`,
-//! compiled and staged by the testkit stager. Target
+//! the arithmetic), every check on, compiled by the real pipeline (split,
+//! DRAM allocator with address reuse, anti-dependencies, shared sync,
+//! `bir_linker`), code generated, and staged by the testkit stager. Target
 //! (issue 7): at least 1 million simulated instructions per second on one
 //! thread. For comparison it also runs `lncsim run`'s default program (4
 //! cores, size small: tensors up to 4 Ki elements), without a target.
@@ -18,7 +19,7 @@ use clap::Args;
 use lncsim_model::ir::Module;
 use lncsim_model::program::{GenConfig, SizeClass, generate, seeded_inputs};
 use lncsim_sim::io::write_inputs;
-use lncsim_sim::testkit::{PlaceOptions, build_linked};
+use lncsim_sim::testkit::build_compiled;
 use lncsim_sim::{Checks, SimConfig, SimReport, Simulation, bare_event_loop};
 
 use super::CliError;
@@ -78,7 +79,7 @@ struct Figures {
 /// Stages `program`, then `runs` times builds a simulation and runs it (timed
 /// apart), and runs the bare event loop for the same number of events.
 fn measure(program: &Module, a: &BenchSimArgs) -> Result<Figures, CliError> {
-    let (device, images) = build_linked(program, &PlaceOptions::default()).map_err(CliError::BadInput)?;
+    let (device, images) = build_compiled(program, &Default::default()).map_err(CliError::BadInput)?;
     write_inputs(&device, &images, &seeded_inputs(program, a.seed)).map_err(|e| CliError::BadInput(e.to_string()))?;
     let mut cfg = SimConfig::seeded(a.seed);
     if a.jitter {
