@@ -41,6 +41,7 @@ fn opts() -> PipelineOptions {
     PipelineOptions {
         allreduce_buffer_size_mib: -1,
         dram_region_bytes: 1 << 20,
+        compact_dram: false,
         shared_core_cap_mib: 1,
         ..PipelineOptions::default()
     }
