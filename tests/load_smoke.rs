@@ -30,3 +30,9 @@ fn smoke() {
     }
     r.unwrap();
 }
+
+#[test]
+fn write4() {
+    let cfg = GenConfig::new(7, 4, SizeClass::Small);
+    std::fs::write("/tmp/gen4.neff", pack_generated(&cfg).unwrap()).unwrap();
+}

@@ -6,10 +6,12 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod bench_load;
 mod bench_neff;
 mod fmt;
 mod gen_cmd;
 mod interp;
+mod load;
 mod neff;
 mod neff_inspect;
 mod neff_unpack;
@@ -48,6 +50,8 @@ pub enum Command {
     /// The NEFF container: inspect, unpack (and later pack).
     #[command(subcommand)]
     Neff(neff::NeffCommand),
+    /// Load a NEFF onto a fresh simulated device (nrt_load, S0-S5) and report every stage.
+    Load(load::LoadArgs),
     /// Benchmarks that print their figures and target comparisons.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -126,6 +130,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Split(a) => split::run(a),
         Command::Run(a) => run::run(a),
         Command::Neff(c) => neff::run(c),
+        Command::Load(a) => load::run(a),
         Command::Bench(c) => bench::run(c),
     }
 }

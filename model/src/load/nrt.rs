@@ -22,15 +22,28 @@ use lncsim_tnc::{Entry, TncPath};
 
 use super::device::Device;
 use super::error::{LoadError, Stage};
-use super::fanout::{StageFanout, dlr_kelf_stage, lock_db};
+use super::fanout::{StageFanout, StageStep, dlr_kelf_stage, lock_db};
 use super::graph::{KelfNn, NeffLoadInfo, neff_parse, parse_graph};
 use super::records::{DlrKelfModel, DlrModel, DlrState, HModel, HNn, KblModelParam, NrtModel, Region, Uuid};
 use super::runtime::Runtime;
 use super::trace::LoadTrace;
 use crate::marks;
 use crate::neff::header::FEATURE_VNC;
-use crate::neff::manifest::VarType;
+use crate::neff::manifest::{Arch, Target, VarType};
 use crate::neff::{NeffHeader, NrtStatus};
+
+/// The kelf target's name (`*`, `sunda`, `cayman`, `mariana`).
+fn target_name(t: Target) -> &'static str {
+    match t {
+        Target::Any => "*",
+        Target::Arch(Arch::V2) => "sunda",
+        Target::Arch(Arch::V3) => "cayman",
+        Target::Arch(Arch::V4) => "mariana",
+    }
+}
+
+/// A staging driver: runs a [`StageFanout`] to its end.
+type Drive<'a, D> = dyn FnMut(StageFanout<'_, D>) -> (Result<DlrKelfModel, LoadError>, LoadTrace) + 'a;
 
 /// A load past S0: the vnc is claimed; drive S1..S5 with its methods.
 #[derive(Debug)]
@@ -68,6 +81,43 @@ impl<D: Device> Runtime<D> {
         start_nc: i32,
         nc_count: i32,
     ) -> (Result<NrtModel, LoadError>, LoadTrace) {
+        self.nrt_load_with(buf, start_nc, nc_count, &mut |fan| fan.run_threads())
+    }
+
+    /// `nrt_load` with the staging fan-out stepped on the calling thread:
+    /// `pick` chooses the index of the next step among
+    /// [`StageFanout::enabled`] (e.g. a seeded scheduler). The TNC is the
+    /// runtime's [`TncCache`](lncsim_tnc::TncCache), which never blocks when
+    /// loads run one at a time; a simulator interleaving several loads steps a
+    /// [`lncsim_tnc::TncState`] and the [`PendingLoad`] phases itself.
+    pub fn nrt_load_stepped(
+        &self,
+        buf: &[u8],
+        start_nc: i32,
+        nc_count: i32,
+        pick: &mut dyn FnMut(&[StageStep]) -> usize,
+    ) -> (Result<NrtModel, LoadError>, LoadTrace) {
+        self.nrt_load_with(buf, start_nc, nc_count, &mut |mut fan| {
+            loop {
+                let steps = fan.enabled();
+                if steps.is_empty() {
+                    break;
+                }
+                let s = steps[pick(&steps).min(steps.len() - 1)];
+                // An enabled step is never refused.
+                let _ = fan.step(s);
+            }
+            fan.finish()
+        })
+    }
+
+    fn nrt_load_with(
+        &self,
+        buf: &[u8],
+        start_nc: i32,
+        nc_count: i32,
+        drive: &mut Drive<'_, D>,
+    ) -> (Result<NrtModel, LoadError>, LoadTrace) {
         let mut p = match self.nrt_load_begin(buf, start_nc, nc_count) {
             Ok(p) => p,
             Err(e) => {
@@ -76,18 +126,20 @@ impl<D: Device> Runtime<D> {
                 return (Err(e), t);
             }
         };
-        let h_nn = match self.kmgr_load_nn_nc(&mut p) {
+        let h_nn = match self.kmgr_load_nn_nc(&mut p, drive) {
             Ok(h) => h,
             Err(e) => {
-                p.trace.fail("kmgr_load_nn_nc", &e);
+                if p.trace.events.last().is_none_or(|ev| ev.ok) {
+                    p.trace.fail("kmgr_load_nn_nc", &e);
+                }
                 return (Err(e), std::mem::take(&mut p.trace));
             }
         };
         p.into_nrt_model(h_nn)
     }
 
-    /// `kmgr_load_nn_nc`: S1..S5 with the TNC cache and the real-thread fan-out.
-    fn kmgr_load_nn_nc(&self, p: &mut PendingLoad<'_, '_, D>) -> Result<HNn, LoadError> {
+    /// `kmgr_load_nn_nc`: S1..S5 with the TNC cache; `drive` runs the staging fan-out.
+    fn kmgr_load_nn_nc(&self, p: &mut PendingLoad<'_, '_, D>, drive: &mut Drive<'_, D>) -> Result<HNn, LoadError> {
         let entry = self.tnc.enter(p.uuid());
         p.note_tnc(entry.path());
         let (info, holder) = match entry {
@@ -110,7 +162,7 @@ impl<D: Device> Runtime<D> {
         }
         drop(info);
         let fan = p.dlr_kelf_stage(kg?)?;
-        let (km, t) = fan.run_threads();
+        let (km, t) = drive(fan);
         p.trace.extend(t);
         Ok(p.register(km?))
     }
@@ -235,9 +287,9 @@ impl<'r, D: Device> PendingLoad<'r, '_, D> {
                     Stage::S2Graph,
                     "dlr_kelf_load",
                     format!(
-                        "Loaded mlaop on {} NeuronCores (target {:?}, {:?} ISA); {} IO tensors, {} remote variables",
+                        "Loaded mlaop on {} NeuronCores (target {}, {:?} ISA); {} IO tensors, {} remote variables",
                         kg.kbins.len(),
-                        kg.target,
+                        target_name(kg.target),
                         kg.isa,
                         kg.io.len(),
                         kg.remote_vars.len()
