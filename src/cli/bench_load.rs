@@ -2,7 +2,8 @@
 //! `--loads` times (loads per second, median of `--runs`), with the real-thread
 //! fan-out and with the stepped (single-thread) driver side by side; then one
 //! load of a 256-subgraph NEFF (the fan-out limit: 256 threads), both ways.
-//! Every run checks the device is empty after unloading.
+//! Every run checks the device is empty after unloading. For scale, the
+//! bare NEFF reader (`Neff::parse`, which S1 + S2 run once per load) is timed too.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -10,6 +11,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use lncsim_model::load::testkit::pack_generated;
 use lncsim_model::load::{Device, LoadError, NrtModel, Runtime};
+use lncsim_model::neff::{Neff, ReadOptions};
 use lncsim_model::program::{GenConfig, SizeClass};
 use lncsim_sim::device::SimDevice;
 
@@ -79,6 +81,15 @@ pub fn run(a: BenchLoadArgs) -> Result<ExitCode, CliError> {
         t_step.push(cycles(&rt, &neff8, a.loads, stepped)?);
     }
     let (thr, step) = (median(t_thr), median(t_step));
+    let mut t_parse = Vec::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        for _ in 0..a.loads {
+            Neff::parse(&neff8, &ReadOptions::default()).map_err(|e| CliError::CheckFailed(e.to_string()))?;
+        }
+        t_parse.push(t.elapsed());
+    }
+    let parse = median(t_parse);
     println!("8-core NEFF ({} bytes): {} load+unload cycles per run, median of {runs} runs", neff8.len(), a.loads);
     println!(
         "  threads (one per kbin)  {:>9.0} loads/s  ({:.1} us/load)",
@@ -91,6 +102,11 @@ pub fn run(a: BenchLoadArgs) -> Result<ExitCode, CliError> {
         step.as_secs_f64() * 1e6 / f64::from(a.loads)
     );
     println!("  threads / stepped       {:>9.2}x", step.as_secs_f64() / thr.as_secs_f64().max(1e-9));
+    println!(
+        "  Neff::parse alone       {:>9.0} parses/s: the NEFF reader is {:.0}% of a threaded load",
+        per_s(a.loads, parse),
+        100.0 * parse.as_secs_f64() / thr.as_secs_f64().max(1e-9)
+    );
 
     let neff256 = build(256)?;
     let rt = Runtime::new(SimDevice::new(256, 256));

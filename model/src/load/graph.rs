@@ -212,10 +212,17 @@ pub fn kelf_resolve_vtpb_remote_variables(kbins: &[Kbin]) -> Result<Resolved, Lo
             }
         }
     }
+    // Owners by name: a view `<t>_in<sg>` looks its tensor `t` up here.
+    let mut by_name: BTreeMap<&str, Vec<(u32, u64, u64)>> = BTreeMap::new();
+    for (&(sg, name), &(off, size)) in &shared {
+        by_name.entry(name).or_default().push((sg, off, size));
+    }
     let mut remote: BTreeMap<(u32, String), RemoteVar> = BTreeMap::new();
     for (&(sg, name), &(off, size)) in &shared {
-        let owner = shared.iter().find(|((o, t), _)| *o != sg && view_name(t, sg) == name);
-        let Some((&(o, t), &(o_off, o_size))) = owner else { continue };
+        let Some(t) = name.strip_suffix(view_name("", sg).as_str()) else { continue };
+        let Some(&(o, o_off, o_size)) = by_name.get(t).and_then(|v| v.iter().find(|(o, ..)| *o != sg)) else {
+            continue;
+        };
         if (o_off, o_size) != (off, size) {
             marks::hit("load.s2.remote_var_mismatch");
             return Err(LoadError::invalid(

@@ -82,13 +82,13 @@ pub struct IoTensor {
 pub struct KblModelParam {
     /// Execution timeout, seconds (carried to the simulator; the loader does not use it).
     pub timeout_s: u32,
-    /// Verify the NEFF hash in S1 (`NEURON_RT_VALIDATE_HASH`).
+    /// Verify the NEFF hash in S1 (`NEURON_RT_VALIDATE_HASH`; off by default, as in the runtime).
     pub verify_hash: bool,
 }
 
 impl Default for KblModelParam {
     fn default() -> Self {
-        KblModelParam { timeout_s: 30, verify_hash: true }
+        KblModelParam { timeout_s: 30, verify_hash: false }
     }
 }
 
