@@ -37,6 +37,9 @@ pub mod stage;
 pub mod testkit;
 pub mod trace;
 
+/// The TNC cache crate, re-exported so a simulator steps the same [`tnc::TncState`] the loader uses.
+pub use lncsim_tnc as tnc;
+
 pub use device::{Device, DeviceError};
 pub use error::{LoadError, Stage};
 pub use fanout::{StageFanout, StageStep, StepRefused};
