@@ -58,18 +58,16 @@ pub fn check_load(dev: &SimDevice, neff: &Neff, images: &[CoreImage]) -> Vec<Str
             if !inside(iv.pa, size.max(1)) {
                 bad.push(format!("{at}: [{:#x}, +{size}) is not inside a live allocation", iv.pa));
             }
+            let io = matches!(v.var_type, VarType::Input | VarType::Output);
+            if io && *io_pa.entry(name).or_insert(iv.pa) != iv.pa {
+                bad.push(format!("{at}: IO buffer differs from another core's"));
+            }
+            let shared = v.var_type == VarType::TmpBuf && v.extra.get("vnc_shared") == Some(&Value::Bool(true));
+            if shared && *shared_base.get_or_insert(iv.pa) != iv.pa {
+                bad.push(format!("{at}: shared region differs from another core's"));
+            }
             match v.var_type {
-                VarType::Input | VarType::Output => {
-                    if *io_pa.entry(name).or_insert(iv.pa) != iv.pa {
-                        bad.push(format!("{at}: IO buffer differs from another core's"));
-                    }
-                }
-                VarType::TmpBuf if v.extra.get("vnc_shared") == Some(&Value::Bool(true)) => {
-                    if *shared_base.get_or_insert(iv.pa) != iv.pa {
-                        bad.push(format!("{at}: shared region differs from another core's"));
-                    }
-                }
-                VarType::TmpBuf => owned.push((iv.pa, size, at.clone())),
+                VarType::TmpBuf if !shared => owned.push((iv.pa, size, at.clone())),
                 VarType::File => {
                     owned.push((iv.pa, size, at.clone()));
                     let f = v.file_name.as_deref().unwrap_or("");

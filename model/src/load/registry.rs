@@ -136,7 +136,7 @@ mod tests {
     #[test]
     fn the_two_allocators_are_independent() {
         let mut db = TdrvDb::default();
-        let mut set = DlrModelSet::new();
+        let set = DlrModelSet::new();
         assert_eq!(db.tdrv_get_unique_h_model(), HModel(1));
         assert_eq!(db.tdrv_get_unique_h_model(), HModel(2));
         assert_eq!(set.last_nn_id, 1, "handing out H_MODELs leaves H_NN untouched");
