@@ -107,11 +107,32 @@ fn the_checker_reports_a_wrong_operand_descriptor_weight_and_address() {
     let v = broken[0].vars.iter_mut().find(|v| v.size > 0).unwrap();
     v.pa += 64;
     assert!(!check_load(rt.device(), &neff, &broken).is_empty(), "a moved var was not reported");
+    // Debug info naming a var the operand does not touch.
+    let mut broken = images.clone();
+    let (img, s) = broken
+        .iter_mut()
+        .flat_map(|i| {
+            let vars = i.vars.clone();
+            i.engines.iter_mut().map(move |s| (vars.clone(), s))
+        })
+        .find(|(_, s)| s.operand_vars.iter().any(|v| v[0].is_some()))
+        .unwrap();
+    let ip = s.operand_vars.iter().position(|v| v[0].is_some()).unwrap();
+    let r = Record::decode(&rt.device().copy_out(s.pa + ip as u64 * 64, 64).unwrap()).unwrap();
+    let other = img.iter().position(|v| v.size > 0 && !(v.pa..v.pa + v.size).contains(&r.ops[0].pa())).unwrap();
+    s.operand_vars[ip][0] = Some(other as u32);
+    let bad = check_load(rt.device(), &neff, &broken);
+    assert!(bad.iter().any(|l| l.contains("is not inside")), "{bad:?}");
     // A descriptor and a weight byte corrupted.
     let ring = images.iter().flat_map(|i| &i.engines).find(|s| s.descriptors > 0).unwrap();
     rt.device().write(ring.ring_pa, &[0xff]).unwrap();
     let bad = check_load(rt.device(), &neff, &images);
     assert!(bad.iter().any(|l| l.contains("dma[0]")), "{bad:?}");
+    let w = images.iter().flat_map(|i| &i.vars).find(|v| v.var_type.as_str() == "file" && v.size > 0).unwrap();
+    let byte = rt.device().copy_out(w.pa, 1).unwrap()[0];
+    rt.device().write(w.pa, &[byte ^ 1]).unwrap();
+    let bad = check_load(rt.device(), &neff, &images);
+    assert!(bad.iter().any(|l| l.contains("device bytes differ")), "{bad:?}");
     rt.nrt_unload(&m).unwrap();
 }
 

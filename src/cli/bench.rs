@@ -1,14 +1,21 @@
-//! `lncsim bench ...`: benchmarks that print their figures and comparisons in one run.
+//! `lncsim bench <what>`: speed benchmarks that print their figures next to
+//! their targets in one run (medians and ratios). Each benchmark lives in its
+//! own file (`bench_<what>.rs`); this file only groups them.
 
 use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use super::{CliError, bench_load, bench_neff};
+use super::{CliError, bench_alloc, bench_link, bench_load, bench_neff};
 
-/// The `bench` subcommands (others, e.g. `alloc`, are added here).
+/// The benchmarks.
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
+    /// The DRAM allocator: generated problems of 1k..1M intervals, the naive
+    /// all-pairs baseline at 10k, and every MiniMalloc file in both orders.
+    Alloc(bench_alloc::BenchAllocArgs),
+    /// The linker: 8 cores x 100k and 256 cores x 1k instructions, each against 10x fewer.
+    Link(bench_link::BenchLinkArgs),
     /// Full NEFF parse vs bare flate2 + tar inflate-and-walk of the same ~50 MB NEFF.
     Neff(bench_neff::BenchNeffArgs),
     /// nrt_load + nrt_unload of an 8-core NEFF (loads/s), and one 256-subgraph load (the fan-out limit).
@@ -18,6 +25,8 @@ pub enum BenchCommand {
 /// Runs one benchmark.
 pub fn run(c: BenchCommand) -> Result<ExitCode, CliError> {
     match c {
+        BenchCommand::Alloc(a) => bench_alloc::run(&a),
+        BenchCommand::Link(a) => bench_link::run(&a),
         BenchCommand::Neff(a) => bench_neff::run(a),
         BenchCommand::Load(a) => bench_load::run(a),
     }

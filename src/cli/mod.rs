@@ -5,12 +5,16 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod alloc;
 mod bench;
+mod bench_alloc;
+mod bench_link;
 mod bench_load;
 mod bench_neff;
 mod fmt;
 mod gen_cmd;
 mod interp;
+mod link;
 mod load;
 mod neff;
 mod neff_inspect;
@@ -55,6 +59,10 @@ pub enum Command {
     /// Benchmarks that print their figures and target comparisons.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Allocate a MiniMalloc CSV problem with the DRAM allocator and check it.
+    Alloc(alloc::AllocArgs),
+    /// Link per-core modules (or a split program) into one `<name>/sgLnk` module and print it.
+    Link(link::LinkArgs),
 }
 
 /// A command's failure: one line for the user and an exit status.
@@ -132,5 +140,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Neff(c) => neff::run(c),
         Command::Load(a) => load::run(a),
         Command::Bench(c) => bench::run(c),
+        Command::Alloc(a) => alloc::run(&a),
+        Command::Link(a) => link::run(a),
     }
 }

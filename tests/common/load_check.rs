@@ -128,6 +128,37 @@ pub fn check_load(dev: &SimDevice, neff: &Neff, images: &[CoreImage]) -> Vec<Str
                     bad.push(format!("{} {} dma[{i}]: device {got:?}, expected {want:?}", sg.name, s.engine.key()));
                 }
             }
+            // The debug info: one entry per device record / descriptor, naming the var it touches.
+            if s.operand_vars.len() as u64 != s.records || s.descriptor_vars.len() as u64 != s.descriptors {
+                bad.push(format!("{} {}: debug info does not match the stream and ring", sg.name, s.engine.key()));
+            }
+            for (i, d) in descs.iter().enumerate() {
+                let ids = (def.var.get(&d.from).map(|v| v.var_id), def.var.get(&d.to).map(|v| v.var_id));
+                if s.descriptor_vars.get(i).map(|&(a, b)| (Some(a), Some(b))) != Some(ids) {
+                    bad.push(format!(
+                        "{} {} dma[{i}]: descriptor_vars do not name {} -> {}",
+                        sg.name,
+                        s.engine.key(),
+                        d.from,
+                        d.to
+                    ));
+                }
+            }
+            for (ip, (chunk, vars)) in device.chunks(RECORD_SIZE).zip(&s.operand_vars).enumerate() {
+                let Ok(r) = Record::decode(chunk) else { continue };
+                for (slot, v) in vars.iter().enumerate() {
+                    let Some(iv) = v.and_then(|v| img.vars.get(v as usize)) else { continue };
+                    let pa = r.ops[slot].pa();
+                    if pa < iv.pa || pa + u64::from(r.ops[slot].c) > iv.pa + iv.size {
+                        bad.push(format!(
+                            "{} {} ip {ip} slot {slot}: {pa:#x} is not inside {}",
+                            sg.name,
+                            s.engine.key(),
+                            iv.name
+                        ));
+                    }
+                }
+            }
             match img.isa {
                 Isa::Opaque => {
                     if device != file {

@@ -1,1 +1,41 @@
 //! The DRAM allocator (seed 004): interval tree, first fit, shared-DRAM equalization.
+//!
+//! This module holds the IR-independent core. An IR-level driver builds a
+//! [`Problem`] from a function (one [`Location`] per candidate, its
+//! `[def, use]` intervals, pre-placed addresses as pins, collective operands as
+//! [`CcOperand`]s), computes the HWM with [`high_water_mark`], and calls
+//! [`allocate`] with an [`AllocConfig`]; the addresses come back in
+//! [`Allocation::addresses`], and [`checker::check`] verifies them
+//! independently. The MiniMalloc CSV tool ([`csv`], `lncsim alloc`) drives the
+//! same core.
+//!
+//! The pieces, in the seed's order: [`interval_tree`] (`makeTree`, `makeMax`,
+//! `getAllOverlaps`), [`interference`] (`build_interval_tree`), [`simplify`]
+//! (the elimination stack), [`search`] (first fit + page-straddle rule),
+//! [`renumber`] (`renumber_locations`, dense Info ids), [`select`]
+//! (`select_impl`, the CC-region retry).
+
+pub mod checker;
+pub mod config;
+pub mod csv;
+pub mod error;
+pub mod fuzz;
+pub mod generate;
+pub mod interference;
+pub mod interval_tree;
+pub mod problem;
+pub mod renumber;
+pub mod search;
+pub mod select;
+pub mod simplify;
+pub mod svg;
+
+pub use checker::{Violation, check};
+pub use config::{AllocConfig, Order, Regions, cc_buffer_size, regions};
+pub use error::AllocError;
+pub use problem::{
+    CcOperand, DRAM_PAGE, LiveInterval, Location, MemoryType, PassOptions, Problem, Time, find_start_addr,
+    get_alignment_size, high_water_mark,
+};
+pub use renumber::{Info, Renumbered, renumber_locations};
+pub use select::{Allocation, Metrics, Oracle, allocate, allocate_naive, allocate_using};

@@ -33,6 +33,14 @@ pub struct StreamImage {
     pub ring_pa: u64,
     /// Number of 32-byte descriptors in the ring.
     pub descriptors: u64,
+    /// Debug info kept by the loader when it relocated the stream: for each
+    /// staged record, the var_id each operand slot named before relocation
+    /// (`None` for unused slots and non-memory operands). Relocation turns
+    /// operands into bare physical addresses; this is how the simulator's
+    /// shadow-ownership check knows which tensor an access meant.
+    pub operand_vars: Vec<[Option<u32>; 3]>,
+    /// For each ring descriptor, the (source, destination) var_ids it named.
+    pub descriptor_vars: Vec<(u32, u32)>,
 }
 
 /// One variable after placement.

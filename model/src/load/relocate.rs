@@ -65,6 +65,9 @@ impl KbinPatch {
 pub struct Translated {
     /// The device records.
     pub records: Vec<Record>,
+    /// For each device record, the var_id each operand slot named before
+    /// relocation (`None` for non-memory slots): the simulator's debug info.
+    pub operand_vars: Vec<[Option<u32>; 3]>,
     /// The IP deltas, in stream order.
     pub patches: Vec<KbinPatch>,
 }
@@ -94,6 +97,7 @@ pub fn translate_pseudo_instrs(
     resolve: &mut Resolve<'_>,
 ) -> Result<Translated, String> {
     let mut out = Vec::with_capacity(records.len());
+    let mut vars = Vec::with_capacity(records.len());
     let mut patches = Vec::new();
     let mut ip = 0usize;
     while ip < records.len() {
@@ -118,8 +122,13 @@ pub fn translate_pseudo_instrs(
                 for (k, pair) in (1..n).enumerate() {
                     let mut add = Record::new(Opcode::Add, r.debug_id);
                     add.flags = FLAG_RELOCATED;
-                    let lhs = if k == 0 { physical(srcs[0], 1, resolve).map_err(at)? } else { dst };
+                    let (lhs, lhs_var) = if k == 0 {
+                        (physical(srcs[0], 1, resolve).map_err(at)?, srcs[0].a)
+                    } else {
+                        (dst, r.ops[0].a)
+                    };
                     add.ops = [dst, lhs, physical(srcs[pair], pair + 1, resolve).map_err(at)?];
+                    vars.push([Some(r.ops[0].a), Some(lhs_var), Some(srcs[pair].a)]);
                     if k == 0 {
                         add.waits = r.waits;
                     }
@@ -140,9 +149,12 @@ pub fn translate_pseudo_instrs(
             op => {
                 let mut d = r;
                 let n = memory_operands(op);
+                let mut v = [None; 3];
                 for slot in 0..n {
                     d.ops[slot] = physical(r.ops[slot], slot, resolve).map_err(at)?;
+                    v[slot] = Some(r.ops[slot].a);
                 }
+                vars.push(v);
                 if n > 0 {
                     d.flags |= FLAG_RELOCATED;
                 }
@@ -152,7 +164,7 @@ pub fn translate_pseudo_instrs(
         }
     }
     debug_assert!(out.iter().all(|r| r.waits.iter().flatten().count() <= MAX_WAITS));
-    Ok(Translated { records: out, patches })
+    Ok(Translated { records: out, operand_vars: vars, patches })
 }
 
 /// `kbin_patch_device_ip_to_neff_ip`: the NEFF IP of a device IP (an IP
@@ -232,6 +244,7 @@ mod tests {
         assert_eq!(t.records[0].flags, FLAG_RELOCATED);
         assert_eq!(t.records[1], dma, "a DMA record keeps (queue, descriptor, size)");
         assert!(t.patches.is_empty());
+        assert_eq!(t.operand_vars, vec![[Some(1), Some(2), Some(3)], [None; 3]]);
         let mut bad = add;
         bad.ops[2].a = 42;
         assert_eq!(
@@ -265,6 +278,12 @@ mod tests {
         assert_eq!(adds[0].ops[1], Operand::physical(0x2_0000_0000, 4));
         assert!(adds[1..].iter().all(|r| r.ops[0] == dst && r.ops[1] == dst));
         assert_eq!(adds[3].ops[2], Operand::physical(0x6_0000_0000, 4));
+        let want: Vec<[Option<u32>; 3]> = [[None; 3]]
+            .into_iter()
+            .chain([1, 3, 4, 5].map(|s| [Some(0), Some(if s == 1 { 1 } else { 0 }), Some(if s == 1 { 2 } else { s })]))
+            .chain([[None; 3]])
+            .collect();
+        assert_eq!(t.operand_vars, want);
         let patch = KbinPatch { engine: Engine::Pool, neff_ip: 1, device_ip: 1, slots: 2, expanded: 4 };
         assert_eq!(t.patches, vec![patch]);
         assert_eq!((patch.kind(), patch.delta()), (PatchKind::Insert, 2));

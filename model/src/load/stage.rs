@@ -215,7 +215,7 @@ fn build<D: Device + ?Sized>(
     let mut relocated = 0u64;
     for e in &kbin.engines {
         let pa = carve.pa + e.stream_off;
-        let bytes = match &e.records {
+        let (bytes, operand_vars) = match &e.records {
             Some(records) => {
                 let mut resolve = |op: Operand| -> Result<u64, String> {
                     let v = operand_in_var(&kbin.vars, op)?;
@@ -229,9 +229,9 @@ fn build<D: Device + ?Sized>(
                 relocated +=
                     t.records.iter().filter(|r| r.flags & crate::codegen::record::FLAG_RELOCATED != 0).count() as u64;
                 patches.extend(t.patches);
-                t.records.iter().flat_map(|r| r.encode()).collect::<Vec<u8>>()
+                (t.records.iter().flat_map(|r| r.encode()).collect::<Vec<u8>>(), t.operand_vars)
             }
-            None => e.stream.clone(),
+            None => (e.stream.clone(), vec![[None; 3]; e.device_records as usize]),
         };
         debug_assert_eq!(bytes.len() as u64, e.device_records * RECORD_SIZE as u64);
         if !bytes.is_empty() {
@@ -243,6 +243,8 @@ fn build<D: Device + ?Sized>(
             records: e.device_records,
             ring_pa: carve.pa + e.ring_off,
             descriptors: e.dma.len() as u64,
+            operand_vars,
+            descriptor_vars: e.dma.iter().map(|d| (d.from, d.to)).collect(),
         });
     }
     // dma_ring_setup_queue_bundles: S5 sub-layer (b).

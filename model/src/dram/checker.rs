@@ -1,0 +1,284 @@
+//! The independent checker of an allocation of an abstract [`Problem`]
+//! (DESIGN.md invariant 3). A brute-force pairwise scan that shares no code with
+//! the interval tree, the region computation or `search`: it recomputes the
+//! aligned sizes, the HWM floor, the CC-buffer ceiling and interval
+//! intersection itself, from the problem and the config alone.
+//!
+//! The page rule it checks is the seed's: a location of at most one page must
+//! not straddle a page boundary; a larger one takes the raw gap start, which
+//! leaves nothing to check.
+//!
+//! It returns every violation, never stopping at the first. [`Violation`] is
+//! `#[non_exhaustive]`: the IR-level checker (instructions -> intervals, shared
+//! location equalization) adds its own variants.
+
+use super::config::AllocConfig;
+use super::problem::Problem;
+
+/// One broken rule. Locations are named by index and name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Violation {
+    /// The placement has a different number of addresses than the problem has locations.
+    #[error("{got} addresses for {expected} locations")]
+    AddressCount {
+        /// Number of locations.
+        expected: usize,
+        /// Number of addresses.
+        got: usize,
+    },
+    /// A size, end address or the config is not representable in 64 bits.
+    #[error("location {index} `{name}`: size or end address not representable")]
+    Unrepresentable {
+        /// Location index.
+        index: usize,
+        /// Location name.
+        name: String,
+    },
+    /// The config's `--allreduce-buffer-size` is invalid, so the CC ceiling is unknown.
+    #[error("bad --allreduce-buffer-size {mib}")]
+    BadCcConfig {
+        /// The value.
+        mib: i64,
+    },
+    /// A pinned location was moved.
+    #[error("pinned location {index} `{name}` moved from {expected} to {got}")]
+    PinnedMoved {
+        /// Location index.
+        index: usize,
+        /// Location name.
+        name: String,
+        /// Its fixed address.
+        expected: u64,
+        /// The address it got.
+        got: u64,
+    },
+    /// A movable location below the HWM floor.
+    #[error("location {index} `{name}` at {address} is below the HWM floor {floor}")]
+    BelowFloor {
+        /// Location index.
+        index: usize,
+        /// Location name.
+        name: String,
+        /// Its address.
+        address: u64,
+        /// `find_start_addr()`.
+        floor: u64,
+    },
+    /// A location ending above the region ceiling.
+    #[error("location {index} `{name}` ends at {end}, above the region ceiling {ceiling}")]
+    OutOfRegion {
+        /// Location index.
+        index: usize,
+        /// Location name.
+        name: String,
+        /// One past its last byte.
+        end: u64,
+        /// The region ceiling.
+        ceiling: u64,
+    },
+    /// A non-collective location straddling the CC-buffer ceiling.
+    #[error("location {index} `{name}` [{address}, {end}) crosses the CC-buffer ceiling {cc_base}")]
+    CrossesCcCeiling {
+        /// Location index.
+        index: usize,
+        /// Location name.
+        name: String,
+        /// Its address.
+        address: u64,
+        /// One past its last byte.
+        end: u64,
+        /// The CC-buffer ceiling (base of the CC region).
+        cc_base: u64,
+    },
+    /// A collective buffer below the CC region.
+    #[error("collective buffer {index} `{name}` at {address} is below the CC region base {cc_base}")]
+    CollectiveOutsideCcRegion {
+        /// Location index.
+        index: usize,
+        /// Location name.
+        name: String,
+        /// Its address.
+        address: u64,
+        /// The CC region's base.
+        cc_base: u64,
+    },
+    /// A sub-page location crossing a page boundary (seed's page-straddle rule).
+    #[error("location {index} `{name}` [{address}, +{size}) straddles a {page}-byte page boundary")]
+    PageStraddle {
+        /// Location index.
+        index: usize,
+        /// Location name.
+        name: String,
+        /// Its address.
+        address: u64,
+        /// Its aligned size.
+        size: u64,
+        /// The page.
+        page: u64,
+    },
+    /// An address that is not a multiple of the location's required multiple.
+    #[error("location {index} `{name}` at {address} is not a multiple of {multiple}")]
+    Misaligned {
+        /// Location index.
+        index: usize,
+        /// Location name.
+        name: String,
+        /// Its address.
+        address: u64,
+        /// The required multiple.
+        multiple: u64,
+    },
+    /// Two locations live at the same time with intersecting byte ranges.
+    #[error("`{a_name}` [{a_lo}, {a_hi}) and `{b_name}` [{b_lo}, {b_hi}) overlap while both live at time {time}")]
+    Overlap {
+        /// First location's index.
+        a: usize,
+        /// First location's name.
+        a_name: String,
+        /// Its first byte.
+        a_lo: u64,
+        /// One past its last byte.
+        a_hi: u64,
+        /// Second location's index.
+        b: usize,
+        /// Second location's name.
+        b_name: String,
+        /// Its first byte.
+        b_lo: u64,
+        /// One past its last byte.
+        b_hi: u64,
+        /// A time both are live.
+        time: u64,
+    },
+}
+
+/// The first time two inclusive interval lists share, if any.
+fn common_time(a: &[super::problem::LiveInterval], b: &[super::problem::LiveInterval]) -> Option<u64> {
+    let mut best: Option<u64> = None;
+    for x in a {
+        for y in b {
+            let lo = x.def.max(y.def);
+            if lo <= x.last_use.min(y.last_use) {
+                best = Some(best.map_or(lo, |t| t.min(lo)));
+            }
+        }
+    }
+    best
+}
+
+/// Checks `addresses` (one per location) against every rule; returns every violation.
+pub fn check(problem: &Problem, config: &AllocConfig, addresses: &[u64]) -> Vec<Violation> {
+    let locs = &problem.locations;
+    let mut out = Vec::new();
+    if addresses.len() != locs.len() {
+        out.push(Violation::AddressCount { expected: locs.len(), got: addresses.len() });
+        return out;
+    }
+    // Independent recomputation of sizes, floor and CC ceiling.
+    let size_of = |i: usize| -> Option<u64> {
+        let l = &locs[i];
+        let a = l.alignment;
+        if a == 0 {
+            return None;
+        }
+        l.byte_size.div_ceil(a).checked_mul(a)
+    };
+    let floor = if config.hwm == 0 { 0 } else { config.hwm.saturating_add(1) };
+    let mut collective = vec![false; locs.len()];
+    let mut cc_total: Option<u64> = Some(0);
+    for op in &problem.cc_operands {
+        if op.location < locs.len() {
+            collective[op.location] = true;
+            cc_total = cc_total.and_then(|t| t.checked_add(size_of(op.location)?)?.checked_add(op.ap_bytes));
+        }
+    }
+    let mib = config.allreduce_buffer_size_mib;
+    let cc_limit = match mib {
+        -1 => cc_total.and_then(|t| t.div_ceil(4096).checked_mul(4096)),
+        m if m >= 0 => (m as u64).checked_mul(1 << 20),
+        _ => None,
+    };
+    let ceiling = config.region_ceiling;
+    let cc_base = match cc_limit {
+        Some(limit) => Some(floor.max(ceiling.saturating_sub(limit))),
+        None => {
+            out.push(Violation::BadCcConfig { mib });
+            None
+        }
+    };
+    let page = config.page;
+    let mut ranges: Vec<Option<(u64, u64)>> = Vec::with_capacity(locs.len());
+    for (index, l) in locs.iter().enumerate() {
+        let address = addresses[index];
+        let name = || l.name.clone();
+        let Some(size) = size_of(index) else {
+            out.push(Violation::Unrepresentable { index, name: name() });
+            ranges.push(None);
+            continue;
+        };
+        let Some(end) = address.checked_add(size) else {
+            out.push(Violation::Unrepresentable { index, name: name() });
+            ranges.push(None);
+            continue;
+        };
+        ranges.push(Some((address, end)));
+        if end > ceiling {
+            out.push(Violation::OutOfRegion { index, name: name(), end, ceiling });
+        }
+        if let Some(expected) = l.fixed_address {
+            if expected != address {
+                out.push(Violation::PinnedMoved { index, name: name(), expected, got: address });
+            }
+            continue;
+        }
+        if address < floor {
+            out.push(Violation::BelowFloor { index, name: name(), address, floor });
+        }
+        if let Some(cc_base) = cc_base {
+            if collective[index] && address < cc_base {
+                out.push(Violation::CollectiveOutsideCcRegion { index, name: name(), address, cc_base });
+            } else if !collective[index] && address < cc_base && end > cc_base {
+                out.push(Violation::CrossesCcCeiling { index, name: name(), address, end, cc_base });
+            }
+        }
+        let multiple = l.address_multiple;
+        if multiple == 0 || !address.is_multiple_of(multiple) {
+            out.push(Violation::Misaligned { index, name: name(), address, multiple });
+        }
+        if page > 0 && size > 0 && size <= page && address / page != (address + size - 1) / page {
+            out.push(Violation::PageStraddle { index, name: name(), address, size, page });
+        }
+    }
+    // The brute-force pairwise scan.
+    for a in 0..locs.len() {
+        let Some((a_lo, a_hi)) = ranges[a] else {
+            continue;
+        };
+        if a_lo == a_hi {
+            continue;
+        }
+        for b in a + 1..locs.len() {
+            let Some((b_lo, b_hi)) = ranges[b] else {
+                continue;
+            };
+            if b_lo == b_hi || a_lo >= b_hi || b_lo >= a_hi {
+                continue;
+            }
+            if let Some(time) = common_time(&locs[a].intervals, &locs[b].intervals) {
+                out.push(Violation::Overlap {
+                    a,
+                    a_name: locs[a].name.clone(),
+                    a_lo,
+                    a_hi,
+                    b,
+                    b_name: locs[b].name.clone(),
+                    b_lo,
+                    b_hi,
+                    time,
+                });
+            }
+        }
+    }
+    out
+}

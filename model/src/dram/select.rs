@@ -1,0 +1,220 @@
+//! `select_impl` and the [`allocate`] entry point of the allocation core
+//! (seed 004, "select and select_impl", "CC-Buffer Auto-Sizing").
+
+use super::config::{AllocConfig, Order, Regions, regions};
+use super::error::AllocError;
+use super::interference::{Cached, DEFAULT_CACHE_BUDGET, Interference, PairScan, TreeInterference};
+use super::problem::Problem;
+use super::renumber::{Renumbered, renumber_locations};
+use super::search::{AddrInterval, Fit, SearchParams, search};
+use super::simplify::{simplify, size_order};
+
+/// The reported metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Metrics {
+    /// "reserved space": the HWM of the pre-placed footprint (addMetric 31).
+    pub reserved_space: u64,
+    /// `find_start_addr()`: the floor of movable placements.
+    pub start: u64,
+    /// The CC-buffer ceiling: the general region is `[start, cc_base)`.
+    pub cc_base: u64,
+    /// The CC-buffer limit in bytes.
+    pub cc_limit: u64,
+    /// "Real CC buffer size" (FunctionAttribute 13): bytes of the CC region in use.
+    pub real_cc_buffer_size: u64,
+    /// "allreduce_dram_hwm": the highest end address in the CC region (0 if unused).
+    pub allreduce_dram_hwm: u64,
+    /// The highest end address over all locations (0 if none).
+    pub peak: u64,
+    /// Number of intervals in the tree.
+    pub num_intervals: usize,
+}
+
+/// A successful allocation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allocation {
+    /// The address of every location, by problem index (pinned ones keep theirs).
+    pub addresses: Vec<u64>,
+    /// Whether each location (by problem index) was placed in the CC-buffer region.
+    pub in_cc_region: Vec<bool>,
+    /// The elimination stack select_impl popped (back first), as problem indices.
+    pub stack: Vec<u32>,
+    /// The metrics.
+    pub metrics: Metrics,
+}
+
+/// Allocates `problem` with the interval tree: renumber, build the tree, order, `select_impl`.
+pub fn allocate(problem: &Problem, config: &AllocConfig) -> Result<Allocation, AllocError> {
+    allocate_using(problem, config, Oracle::Tree, true)
+}
+
+/// The naive allocator: the same order, cache and `search`; interference by scanning all pairs.
+pub fn allocate_naive(problem: &Problem, config: &AllocConfig) -> Result<Allocation, AllocError> {
+    allocate_using(problem, config, Oracle::PairScan, true)
+}
+
+/// Which interference oracle [`allocate_using`] asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Oracle {
+    /// The interval tree (the seed's `getAllOverlaps`).
+    Tree,
+    /// A scan over every other location (the naive baseline).
+    PairScan,
+}
+
+/// Allocates with the given oracle, behind the neighbour cache or asked afresh
+/// every time (`cached == false`: three queries per location). All four
+/// combinations give the same placement.
+pub fn allocate_using(
+    problem: &Problem,
+    config: &AllocConfig,
+    oracle: Oracle,
+    cached: bool,
+) -> Result<Allocation, AllocError> {
+    let r = renumber_locations(problem)?;
+    match (oracle, cached) {
+        (Oracle::Tree, true) => {
+            let tree = TreeInterference::new(&r)?;
+            run(problem, config, &r, &mut Cached::new(tree, r.len(), DEFAULT_CACHE_BUDGET))
+        }
+        (Oracle::Tree, false) => run(problem, config, &r, &mut TreeInterference::new(&r)?),
+        (Oracle::PairScan, true) => {
+            let scan = PairScan::new(&r);
+            run(problem, config, &r, &mut Cached::new(scan, r.len(), DEFAULT_CACHE_BUDGET))
+        }
+        (Oracle::PairScan, false) => run(problem, config, &r, &mut PairScan::new(&r)),
+    }
+}
+
+fn run(
+    problem: &Problem,
+    config: &AllocConfig,
+    r: &Renumbered,
+    oracle: &mut impl Interference,
+) -> Result<Allocation, AllocError> {
+    if config.page == 0 {
+        return Err(AllocError::BadPage);
+    }
+    let regions = regions(config, problem)?;
+    let pinned = r.pinned();
+    let stack = match config.order {
+        Order::Seed => simplify(&pinned, oracle),
+        Order::Size => {
+            let sizes: Vec<u64> = r.infos.iter().map(|i| i.aligned_size).collect();
+            let spans: Vec<u64> = (0..r.len())
+                .map(|i| {
+                    let loc = &problem.locations[r.infos[i].location as usize];
+                    loc.intervals.iter().fold(0u64, |s, iv| s.saturating_add((iv.last_use - iv.def).saturating_add(1)))
+                })
+                .collect();
+            size_order(&pinned, &sizes, &spans)
+        }
+    };
+    let fit = match config.order {
+        Order::Seed => Fit::First,
+        Order::Size => Fit::Best,
+    };
+    let dense = select_impl(r, oracle, &stack, &regions, config.page, fit).map_err(|(id, size, largest_gap)| {
+        AllocError::OutOfSpace {
+            name: problem.locations[r.infos[id].location as usize].name.clone(),
+            size,
+            largest_gap,
+        }
+    })?;
+    // Back from dense ids to problem indices.
+    let n = r.len();
+    let mut addresses = vec![0u64; n];
+    let mut in_cc_region = vec![false; n];
+    for (id, info) in r.infos.iter().enumerate() {
+        addresses[info.location as usize] = dense.addresses[id];
+        in_cc_region[info.location as usize] = dense.in_cc[id];
+    }
+    let end = |id: usize| dense.addresses[id] + r.infos[id].aligned_size;
+    let peak = (0..n).map(end).max().unwrap_or(0);
+    let allreduce_dram_hwm = (0..n).filter(|&i| dense.in_cc[i]).map(end).max().unwrap_or(0);
+    Ok(Allocation {
+        addresses,
+        in_cc_region,
+        stack: stack.iter().map(|&id| r.infos[id as usize].location).collect(),
+        metrics: Metrics {
+            reserved_space: config.hwm,
+            start: regions.start,
+            cc_base: regions.cc_base,
+            cc_limit: regions.cc_limit,
+            real_cc_buffer_size: allreduce_dram_hwm.saturating_sub(regions.cc_base),
+            allreduce_dram_hwm,
+            peak,
+            num_intervals: r.num_intervals(),
+        },
+    })
+}
+
+/// select_impl's result by dense id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DensePlacement {
+    /// Address per dense id.
+    pub addresses: Vec<u64>,
+    /// Whether each dense id was placed in the CC-buffer region.
+    pub in_cc: Vec<bool>,
+}
+
+/// `select_impl`: pop `stack` back-to-front, place each node by `search` among
+/// its already-placed interfering neighbours, retrying in the CC region.
+///
+/// See [`regions`] for the layout: a collective buffer is searched in
+/// `[cc_base, ceiling)`; any other node in `[start, cc_base)` and, if it does
+/// not fit below the CC-buffer ceiling, again in `[cc_base, ceiling)` (mark
+/// `dram.cc_region_retry`). When nothing fits: `Err((dense id, aligned size,
+/// largest free gap))`, which [`allocate`] turns into [`AllocError::OutOfSpace`].
+pub fn select_impl(
+    r: &Renumbered,
+    oracle: &mut impl Interference,
+    stack: &[u32],
+    regions: &Regions,
+    page: u64,
+    fit: Fit,
+) -> Result<DensePlacement, (usize, u64, u64)> {
+    let n = r.len();
+    let mut addresses = vec![0u64; n];
+    // The byte range each placed location occupies; empty (lo == hi) while unplaced.
+    let mut range = vec![AddrInterval { lo: 0, hi: 0 }; n];
+    for (id, info) in r.infos.iter().enumerate() {
+        if let Some(a) = info.fixed_address {
+            addresses[id] = a;
+            range[id] = AddrInterval { lo: a, hi: a + info.aligned_size };
+        }
+    }
+    let mut in_cc = vec![false; n];
+    let mut occupied: Vec<AddrInterval> = Vec::new();
+    for &v in stack.iter().rev() {
+        let vi = v as usize;
+        let info = r.infos[vi];
+        occupied.clear();
+        occupied.extend(oracle.neighbours(v).iter().map(|&u| range[u as usize]).filter(|g| g.hi > g.lo));
+        let general = SearchParams {
+            start: regions.start,
+            ceiling: regions.cc_base,
+            align: page,
+            multiple: info.address_multiple,
+            fit,
+        };
+        let cc = SearchParams { start: regions.cc_base, ceiling: regions.ceiling, ..general };
+        let result = if info.collective {
+            search(&mut occupied, info.aligned_size, &cc).map(|a| (a, true))
+        } else {
+            match search(&mut occupied, info.aligned_size, &general) {
+                Ok(a) => Ok((a, false)),
+                Err(g1) if regions.cc_base < regions.ceiling => {
+                    crate::marks::hit("dram.cc_region_retry");
+                    search(&mut occupied, info.aligned_size, &cc).map(|a| (a, true)).map_err(|g2| g1.max(g2))
+                }
+                Err(g1) => Err(g1),
+            }
+        };
+        let (a, cc_placed) = result.map_err(|gap| (vi, info.aligned_size, gap))?;
+        addresses[vi] = a;
+        range[vi] = AddrInterval { lo: a, hi: a + info.aligned_size };
+        in_cc[vi] = cc_placed;
+    }
+    Ok(DensePlacement { addresses, in_cc })
+}

@@ -1,0 +1,327 @@
+//! `copyAllocs2Func` / `copyAllocs2Inst` (seed 000 §4a): every per-core memory
+//! location gets its location in the linked module, by name, through the
+//! seed's three tables: `inpMap` (a consumer's view -> the producer's unified
+//! name, following `remote_local_target`), `outMap` (a producer's shared
+//! tensor -> its unified name) and `memMap` (every other location -> its fresh
+//! main-module name). Pointer-level remaps (the seed's DenseMaps) are the
+//! per-core `inst_map` / `own_map` vectors.
+//!
+//! The plan is computed over all cores before any instruction is cloned,
+//! in three phases (choices, seed §4a is silent on order):
+//!
+//! 1. **External** locations (`input`, `weight`, `output`, not views) keep
+//!    their names: they are bound by name at run time. Identical externals
+//!    declared by several cores (same name, memory type, usage, dtype, element
+//!    count, address, partition, bank, shared flag and init seed) unify into one
+//!    location ("CopyAllocs resolved collisions"); any difference is
+//!    [`LinkError::ExtCollision`] (the seed's "Name collision for ExtInput").
+//! 2. **Private** locations (internal, spill, a producer's shared tensor, any
+//!    SBUF/PSUM location), in core order: the first claimant keeps its name;
+//!    a later location of another core with a taken name is a "Name collision
+//!    for Input <name> in subgraph nc<c>/sg<c>", reported as mark
+//!    `link.name_collision` plus a report line, and renamed `<name>.nc<c>`
+//!    (then `<name>.nc<c>.2`, `.3`, ... while taken).
+//! 3. **Views** (a `remote_local_target`): the target must exist on its core
+//!    ([`LinkError::MissingInput`]), be no view itself, be written by its core,
+//!    and match the view's memory type, dtype, element count and (address,
+//!    partition, bank) — a difference there means `sync_shared_allocations` was
+//!    not run ([`LinkError::ViewMismatch`]). Every instruction of the consumer
+//!    then uses the producer's location (one location per shared tensor), and
+//!    the view survives as its own location (same naming rule as phase 2) whose
+//!    `remote` names the unified location, so `buildMainAliases` can hang the
+//!    alias `view -> unified must` on it. A view declared as `input`/`output`
+//!    is dangling IO of an internal handoff: it survives as a `spill` (the
+//!    seed's `io2Spill`, mark `link.io2spill`).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::LinkError;
+use super::defs::DefInfo;
+use super::names::NameTable;
+use crate::ir::{MemLocId, MemoryLocation, Module, RemoteLocalTarget, Usage};
+use crate::marks;
+
+/// The linked module's locations and how every per-core location maps to them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AllocPlan {
+    /// The linked module's locations, in creation order (aliases not yet added).
+    pub locs: Vec<MemoryLocation>,
+    /// Per def (core order): input location index -> the location instructions use
+    /// (a view maps to the producer's unified location).
+    pub inst_map: Vec<Vec<MemLocId>>,
+    /// Per def: input location index -> the location that stands for exactly
+    /// that input location (a view maps to its surviving view location).
+    pub own_map: Vec<Vec<MemLocId>>,
+    /// The seed's `inpMap` per def: view name -> unified name.
+    pub inp_map: Vec<BTreeMap<String, String>>,
+    /// The seed's `outMap` per def: a producer's handoff tensor -> unified name.
+    pub out_map: Vec<BTreeMap<String, String>>,
+    /// The seed's `memMap` per def: renamed private location -> its new name (collisions only).
+    pub mem_map: Vec<BTreeMap<String, String>>,
+    /// Handoff alias edges: (surviving view, unified producer location).
+    pub aliases: Vec<(MemLocId, MemLocId)>,
+    /// Unified handoff targets -> their consumer cores.
+    pub consumed: BTreeMap<MemLocId, BTreeSet<u32>>,
+    /// Report lines: collisions found and how they were resolved.
+    pub messages: Vec<String>,
+    /// Views turned into spills (dangling IO of an internal handoff).
+    pub io2spill: Vec<String>,
+    /// External locations declared by more than one core and unified.
+    pub ext_unified: usize,
+}
+
+/// Placeholder for "not mapped yet"; every slot is filled before the plan returns.
+const UNMAPPED: MemLocId = MemLocId(u32::MAX);
+
+fn is_external(l: &MemoryLocation) -> bool {
+    l.remote_local_target.is_none() && matches!(l.usage, Usage::Input | Usage::Weight | Usage::Output)
+}
+
+/// Why two external declarations of one name are not the same tensor, if they are not.
+fn external_difference(a: &MemoryLocation, b: &MemoryLocation) -> Option<String> {
+    let fields = [
+        ("usage", a.usage != b.usage),
+        ("memory type", a.mem_type != b.mem_type),
+        ("dtype", a.dtype != b.dtype),
+        ("element count", a.elem_count != b.elem_count),
+        ("address", a.address != b.address),
+        ("partition", a.partition != b.partition),
+        ("bank", a.bank != b.bank),
+        ("shared flag", a.is_shared_post_dram_alloc != b.is_shared_post_dram_alloc),
+        ("init seed", a.init != b.init),
+    ];
+    let diff: Vec<&str> = fields.iter().filter(|f| f.1).map(|f| f.0).collect();
+    (!diff.is_empty()).then(|| format!("{} differ from the declaration already linked", diff.join(", ")))
+}
+
+trait CloneWithoutName {
+    /// A copy with an empty name and no aliases (cheaper than a full clone).
+    fn clone_without_name(&self) -> MemoryLocation;
+}
+
+impl CloneWithoutName for MemoryLocation {
+    fn clone_without_name(&self) -> MemoryLocation {
+        MemoryLocation {
+            name: String::new(),
+            mem_type: self.mem_type,
+            usage: self.usage,
+            dtype: self.dtype,
+            elem_count: self.elem_count,
+            address: self.address,
+            partition: self.partition,
+            bank: self.bank,
+            is_shared_post_dram_alloc: self.is_shared_post_dram_alloc,
+            remote_local_target: None,
+            aliases: Vec::new(),
+            init: self.init,
+        }
+    }
+}
+
+struct Planner<'a> {
+    modules: &'a [Module],
+    info: &'a DefInfo,
+    /// Claimed names.
+    names: NameTable,
+    plan: AllocPlan,
+}
+
+/// Computes the allocation plan of linking `modules` (the seed's
+/// `copyAllocs` over every `copyAllocs2Func`). Pure: builds nothing else.
+pub fn copy_allocs(modules: &[Module], info: &DefInfo) -> Result<AllocPlan, LinkError> {
+    let n = info.defs.len();
+    let mut plan = AllocPlan {
+        inst_map: info.defs.iter().map(|d| vec![UNMAPPED; modules[d.module].memlocs.len()]).collect(),
+        inp_map: vec![BTreeMap::new(); n],
+        out_map: vec![BTreeMap::new(); n],
+        mem_map: vec![BTreeMap::new(); n],
+        ..AllocPlan::default()
+    };
+    plan.own_map = plan.inst_map.clone();
+    let total: usize = info.defs.iter().map(|d| modules[d.module].memlocs.len()).sum();
+    let names = NameTable::with_capacity(total);
+    plan.locs.reserve(total);
+    let mut p = Planner { modules, info, names, plan };
+    p.externals()?;
+    p.privates();
+    p.views()?;
+    Ok(p.plan)
+}
+
+impl<'a> Planner<'a> {
+    /// Adds `loc` (aliases dropped) under `name`.
+    /// Appends `loc` (aliases dropped) as `name`; the name must be claimed already.
+    fn push(&mut self, loc: &MemoryLocation, name: String) -> MemLocId {
+        let id = MemLocId::from_index(self.plan.locs.len());
+        let mut new = MemoryLocation { name, aliases: Vec::new(), ..loc.clone_without_name() };
+        new.remote_local_target.clone_from(&loc.remote_local_target);
+        self.plan.locs.push(new);
+        id
+    }
+
+    /// Adds `loc` of core `core` under its own name when free, else under
+    /// `<name>.nc<core>[.k]` (a reported collision).
+    fn claim_push(&mut self, d: usize, loc: &MemoryLocation, core: u32) -> MemLocId {
+        let id = MemLocId::from_index(self.plan.locs.len());
+        let name = &loc.name;
+        if self.names.try_claim(name, id, &self.plan.locs) {
+            return self.push(loc, name.clone());
+        }
+        let base = format!("{name}.nc{core}");
+        let mut new = base.clone();
+        let mut k = 2;
+        while !self.names.try_claim(&new, id, &self.plan.locs) {
+            new = format!("{base}.{k}");
+            k += 1;
+        }
+        marks::hit("link.name_collision");
+        let sg = &self.info.defs[d].sg_dir;
+        self.plan.messages.push(format!("Name collision for Input {name} in subgraph {sg}: renamed to {new}"));
+        self.plan.mem_map[d].insert(name.clone(), new.clone());
+        self.push(loc, new)
+    }
+
+    fn externals(&mut self) -> Result<(), LinkError> {
+        for (d, def) in self.info.defs.iter().enumerate() {
+            for (i, l) in self.modules[def.module].memlocs.iter().enumerate() {
+                if !is_external(l) {
+                    continue;
+                }
+                let fresh = MemLocId::from_index(self.plan.locs.len());
+                let id = match self.names.get(&l.name, &self.plan.locs) {
+                    None => {
+                        self.names.try_claim(&l.name, fresh, &self.plan.locs);
+                        self.push(l, l.name.clone())
+                    }
+                    Some(id) => {
+                        if let Some(why) = external_difference(&self.plan.locs[id.index()], l) {
+                            marks::hit("link.ext_collision");
+                            let sg = def.sg_dir.clone();
+                            return Err(LinkError::ExtCollision { name: l.name.clone(), core: def.core, sg, why });
+                        }
+                        marks::hit("link.ext_unified");
+                        self.plan.ext_unified += 1;
+                        id
+                    }
+                };
+                self.plan.inst_map[d][i] = id;
+                self.plan.own_map[d][i] = id;
+            }
+        }
+        Ok(())
+    }
+
+    fn privates(&mut self) {
+        for (d, def) in self.info.defs.iter().enumerate() {
+            for (i, l) in self.modules[def.module].memlocs.iter().enumerate() {
+                if is_external(l) || l.remote_local_target.is_some() {
+                    continue;
+                }
+                let id = self.claim_push(d, l, def.core);
+                self.plan.inst_map[d][i] = id;
+                self.plan.own_map[d][i] = id;
+            }
+        }
+    }
+
+    fn views(&mut self) -> Result<(), LinkError> {
+        let core_to_def: BTreeMap<u32, usize> = self.info.defs.iter().enumerate().map(|(d, x)| (x.core, d)).collect();
+        // Per def: the index of every location some view names as its target.
+        let mut wanted: Vec<BTreeSet<&str>> = vec![BTreeSet::new(); self.info.defs.len()];
+        for def in &self.info.defs {
+            for r in self.modules[def.module].memlocs.iter().filter_map(|l| l.remote_local_target.as_ref()) {
+                if let Some(&td) = core_to_def.get(&r.core) {
+                    wanted[td].insert(r.name.as_str());
+                }
+            }
+        }
+        let by_name: Vec<BTreeMap<&str, usize>> = self
+            .info
+            .defs
+            .iter()
+            .zip(&wanted)
+            .map(|(d, want)| {
+                let locs = self.modules[d.module].memlocs.iter().enumerate();
+                locs.filter(|(_, l)| want.contains(l.name.as_str())).map(|(i, l)| (l.name.as_str(), i)).collect()
+            })
+            .collect();
+        let written: Vec<Vec<bool>> = self
+            .info
+            .defs
+            .iter()
+            .map(|d| {
+                let m = &self.modules[d.module];
+                let mut w = vec![false; m.memlocs.len()];
+                for inst in m.functions.iter().flat_map(|f| &f.insts) {
+                    if let Some(a) = inst.write()
+                        && let Some(slot) = w.get_mut(a.loc.index())
+                    {
+                        *slot = true;
+                    }
+                }
+                w
+            })
+            .collect();
+        for (d, def) in self.info.defs.iter().enumerate() {
+            for (i, l) in self.modules[def.module].memlocs.iter().enumerate() {
+                let Some(r) = &l.remote_local_target else { continue };
+                let missing = || LinkError::MissingInput {
+                    core: def.core,
+                    view: l.name.clone(),
+                    target: r.name.clone(),
+                    target_core: r.core,
+                };
+                let td = *core_to_def.get(&r.core).ok_or_else(missing)?;
+                let ti = *by_name[td].get(r.name.as_str()).ok_or_else(|| {
+                    marks::hit("link.missing_input");
+                    missing()
+                })?;
+                let t = &self.modules[self.info.defs[td].module].memlocs[ti];
+                let mismatch = |why: String| LinkError::ViewMismatch {
+                    core: def.core,
+                    view: l.name.clone(),
+                    target: r.name.clone(),
+                    target_core: r.core,
+                    why,
+                };
+                if t.remote_local_target.is_some() {
+                    return Err(mismatch("the target is itself a remote view".into()));
+                }
+                if !written[td][ti] {
+                    return Err(mismatch("the target is never written on its core".into()));
+                }
+                if (t.mem_type, t.dtype, t.elem_count) != (l.mem_type, l.dtype, l.elem_count) {
+                    return Err(mismatch("memory type, dtype or element count differ".into()));
+                }
+                if (t.address, t.partition, t.bank) != (l.address, l.partition, l.bank) {
+                    marks::hit("link.view_not_synced");
+                    let why = format!(
+                        "(address, partition, bank) {:?} vs {:?}: sync_shared_allocations was not run",
+                        (l.address, l.partition, l.bank),
+                        (t.address, t.partition, t.bank)
+                    );
+                    return Err(mismatch(why));
+                }
+                let unified = self.plan.inst_map[td][ti];
+                let unified_name = self.plan.locs[unified.index()].name.clone();
+                self.plan.inp_map[d].insert(l.name.clone(), unified_name.clone());
+                self.plan.out_map[td].insert(r.name.clone(), unified_name.clone());
+                let mut view = l.clone_without_name();
+                view.remote_local_target = Some(RemoteLocalTarget { name: unified_name, core: r.core });
+                if matches!(l.usage, Usage::Input | Usage::Output) {
+                    marks::hit("link.io2spill");
+                    view.usage = Usage::Spill;
+                    self.plan.io2spill.push(format!("{} (core {})", l.name, def.core));
+                }
+                view.name.clone_from(&l.name);
+                let own = self.claim_push(d, &view, def.core);
+                self.plan.inst_map[d][i] = unified;
+                self.plan.own_map[d][i] = own;
+                self.plan.aliases.push((own, unified));
+                self.plan.consumed.entry(unified).or_default().insert(def.core);
+                marks::hit("link.shared_unified");
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,366 @@
+//! The independent link checker (issue 4 item 7). It reads the input
+//! per-core modules and the linked module and shares no code with the linker:
+//! correspondence is rebuilt from instruction names and access patterns alone.
+//!
+//! It reports every violation it finds: dangling indices; verifier errors;
+//! the header (`<name>/sgLnk`, lnc_size N, no NeuronCoreId); one function per
+//! input core and a dispatcher (function 0) calling them in core order as
+//! `call_def_<core>_instance_0`; per core, every input instruction present
+//! once with the same operation, plus exactly one `return_*` (last), one
+//! `cb_return_*` completion barrier and any `I-SQI-*` switches; one input
+//! tensor -> one linked location and one linked location -> one tensor (a
+//! view counts as its producer's tensor); slot ids of the barriers flagged
+//! before linking plus the completion barriers unique and dense from 0, flags
+//! cleared, unflagged ids kept, every group arrived at exactly once by each
+//! participant; every shared tensor one location whose (address, partition,
+//! bank) equal the producer's and the view's before linking; every view kept
+//! as a location aliasing (must) the unified one (its name, or the documented
+//! rename `<name>.nc<core>...`), the alias joining a producer-core write to a
+//! consumer of another core; no handoff target still an external output and
+//! every other written output still one; queues folded by name with the
+//! union of instances and the maximum semaphore count.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use crate::ir::*;
+
+/// The class of a violation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ViolationKind {
+    /// An index points outside its arena.
+    Index,
+    /// `Module::verify` rejects the linked module.
+    Invalid,
+    /// Name, lnc_size or NeuronCoreId of the linked module.
+    Header,
+    /// A core's function is missing, duplicated, or its instructions differ.
+    Core,
+    /// The dispatcher is malformed.
+    Dispatcher,
+    /// Locations do not correspond one to one.
+    Location,
+    /// Barrier slot ids, flags or groups.
+    Barrier,
+    /// A shared tensor is split, moved or lost.
+    Shared,
+    /// A handoff alias is missing or wrong.
+    Alias,
+    /// An intermediate is still an external output, or a true output is lost.
+    Output,
+    /// Queues are not folded as documented.
+    Queue,
+}
+
+/// One violation found by [`check_link`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LinkViolation {
+    /// Its class.
+    pub kind: ViolationKind,
+    /// What is wrong.
+    pub msg: String,
+}
+
+impl fmt::Display for LinkViolation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}: {}", self.kind, self.msg)
+    }
+}
+
+/// The identity of an input tensor: an external name, or (producer core, name).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Key {
+    Ext(String),
+    Local(u32, String),
+}
+
+struct Ck<'a> {
+    inputs: BTreeMap<u32, &'a Module>,
+    linked: &'a Module,
+    out: Vec<LinkViolation>,
+    /// (core, input location) -> linked location, from access patterns.
+    loc_map: BTreeMap<(u32, MemLocId), MemLocId>,
+    /// Input tensor -> the linked locations its accesses use (one, when linked right).
+    by_key: BTreeMap<Key, BTreeSet<MemLocId>>,
+    /// Per input core: location name -> id.
+    names: BTreeMap<u32, BTreeMap<&'a str, MemLocId>>,
+    /// Linked location name -> id.
+    linked_names: BTreeMap<&'a str, MemLocId>,
+    /// Linked location -> the locations with a must-alias to it.
+    must_alias_in: BTreeMap<MemLocId, Vec<MemLocId>>,
+    /// (core, linked location) written by that core's linked function.
+    written: BTreeSet<(u32, MemLocId)>,
+}
+
+/// Checks `linked` against the `inputs` it was linked from; returns every violation (empty: pass).
+pub fn check_link(inputs: &[Module], linked: &Module) -> Vec<LinkViolation> {
+    let mut ck = Ck {
+        inputs: BTreeMap::new(),
+        linked,
+        out: Vec::new(),
+        loc_map: BTreeMap::new(),
+        by_key: BTreeMap::new(),
+        names: BTreeMap::new(),
+        linked_names: BTreeMap::new(),
+        must_alias_in: BTreeMap::new(),
+        written: BTreeSet::new(),
+    };
+    for m in inputs {
+        let c = m.attrs.neuron_core_id.unwrap_or(0);
+        ck.inputs.insert(c, m);
+        let idx = m.memlocs.iter().enumerate().map(|(i, l)| (l.name.as_str(), MemLocId::from_index(i))).collect();
+        ck.names.insert(c, idx);
+    }
+    if !ck.indices() {
+        return ck.out;
+    }
+    for (i, l) in linked.memlocs.iter().enumerate() {
+        let id = MemLocId::from_index(i);
+        ck.linked_names.insert(l.name.as_str(), id);
+        for a in l.aliases.iter().filter(|a| a.kind == AliasKind::Must) {
+            ck.must_alias_in.entry(a.target).or_default().push(id);
+        }
+    }
+    for f in &linked.functions {
+        if let Some(c) = f.attrs.neuron_core_id {
+            ck.written.extend(f.insts.iter().filter_map(|i| i.write().map(|w| (c, w.loc))));
+        }
+    }
+    if let Err(e) = linked.verify() {
+        for e in e.0 {
+            ck.bad(ViolationKind::Invalid, e.to_string());
+        }
+    }
+    ck.header(inputs);
+    let funcs = ck.core_functions();
+    ck.dispatcher(&funcs);
+    for (&c, &f) in &funcs {
+        ck.core(c, f);
+    }
+    ck.locations();
+    ck.barriers(&funcs);
+    ck.shared_and_aliases(&funcs);
+    ck.outputs();
+    ck.queues();
+    ck.out
+}
+
+impl<'a> Ck<'a> {
+    fn bad(&mut self, kind: ViolationKind, msg: String) {
+        self.out.push(LinkViolation { kind, msg });
+    }
+
+    fn input_fn(&self, c: u32) -> Option<&'a Function> {
+        self.inputs.get(&c).copied().and_then(|m| m.functions.first())
+    }
+
+    /// Every index of the linked module is in range; false stops the check.
+    fn indices(&mut self) -> bool {
+        let m = self.linked;
+        let (nl, nf, nq) = (m.memlocs.len(), m.functions.len(), m.queues.len());
+        let mut errs = Vec::new();
+        let mut loc = |what: &str, id: MemLocId| {
+            if id.index() >= nl {
+                errs.push(format!("{what}: location {}", id.0));
+            }
+        };
+        for l in &m.memlocs {
+            l.aliases.iter().for_each(|a| loc(&format!("alias of `{}`", l.name), a.target));
+        }
+        m.sets.iter().for_each(|s| s.locs.iter().for_each(|&id| loc(&format!("set `{}`", s.name), id)));
+        for f in &m.functions {
+            f.args.iter().for_each(|&id| loc(&format!("args of `{}`", f.name), id));
+            for i in &f.insts {
+                let ctx = format!("`{}`/`{}`", f.name, i.name);
+                i.reads().iter().chain(i.write().iter()).for_each(|a| loc(&ctx, a.loc));
+            }
+        }
+        for f in &m.functions {
+            let mut listed = vec![0u32; f.insts.len()];
+            for b in &f.blocks {
+                for id in &b.insts {
+                    match listed.get_mut(id.index()) {
+                        Some(n) => *n += 1,
+                        None => errs.push(format!("block `{}` of `{}`: instruction {}", b.name, f.name, id.0)),
+                    }
+                }
+            }
+            if listed.iter().any(|&n| n != 1) {
+                errs.push(format!("function `{}`: an instruction is not listed exactly once", f.name));
+            }
+            for i in &f.insts {
+                let ctx = format!("`{}`/`{}`", f.name, i.name);
+                if i.deps.iter().any(|d| d.inst.index() >= f.insts.len()) {
+                    errs.push(format!("{ctx}: dependency"));
+                }
+                let q = match i.op {
+                    Op::SwitchQueueInstance { queue, .. } => Some(queue),
+                    _ => None,
+                };
+                if i.queue.into_iter().chain(q).any(|q| q.index() >= nq) {
+                    errs.push(format!("{ctx}: queue"));
+                }
+                if matches!(i.op, Op::Call { callee } if callee.index() >= nf) {
+                    errs.push(format!("{ctx}: callee"));
+                }
+            }
+        }
+        let ok = errs.is_empty();
+        for e in errs {
+            self.bad(ViolationKind::Index, format!("dangling index: {e}"));
+        }
+        ok
+    }
+
+    fn header(&mut self, inputs: &[Module]) {
+        let want = inputs.first().map(|m| format!("{}/sgLnk", m.name)).unwrap_or_default();
+        let m = self.linked;
+        if m.name != want || m.attrs.lnc_size as usize != inputs.len() || m.attrs.neuron_core_id.is_some() {
+            let got = format!("{} lnc {} core {:?}", m.name, m.attrs.lnc_size, m.attrs.neuron_core_id);
+            self.bad(
+                ViolationKind::Header,
+                format!("header `{got}`, expected `{want}` lnc {} and no core", inputs.len()),
+            );
+        }
+    }
+
+    /// The linked function of every input core (exactly one each).
+    fn core_functions(&mut self) -> BTreeMap<u32, FuncId> {
+        let mut by_core: BTreeMap<u32, Vec<FuncId>> = BTreeMap::new();
+        for (i, f) in self.linked.functions.iter().enumerate() {
+            if let Some(c) = f.attrs.neuron_core_id {
+                by_core.entry(c).or_default().push(FuncId::from_index(i));
+            }
+        }
+        let mut out = BTreeMap::new();
+        let cores: Vec<u32> = self.inputs.keys().copied().collect();
+        for c in cores {
+            match by_core.get(&c).map(Vec::as_slice) {
+                Some([f]) => {
+                    out.insert(c, *f);
+                }
+                Some(fs) => self.bad(ViolationKind::Core, format!("core {c} appears as {} functions", fs.len())),
+                None => self.bad(ViolationKind::Core, format!("core {c} has no function")),
+            }
+        }
+        for c in by_core.keys().filter(|c| !self.inputs.contains_key(c)).copied().collect::<Vec<_>>() {
+            self.bad(ViolationKind::Core, format!("a function claims core {c}, which no input has"));
+        }
+        out
+    }
+
+    fn dispatcher(&mut self, funcs: &BTreeMap<u32, FuncId>) {
+        let m = self.linked;
+        let Some(d) = m.functions.first().filter(|f| f.attrs.neuron_core_id.is_none()) else {
+            return self.bad(ViolationKind::Dispatcher, "function 0 is not a dispatcher (it has a core)".into());
+        };
+        let calls: Vec<&Inst> = d.order().map(|id| &d.insts[id.index()]).collect();
+        let want: Vec<(String, Option<&FuncId>)> =
+            self.inputs.keys().map(|&c| (format!("call_def_{c}_instance_0"), funcs.get(&c))).collect();
+        let got: Vec<(String, Option<FuncId>)> = calls
+            .iter()
+            .map(|i| match i.op {
+                Op::Call { callee } => (i.name.clone(), Some(callee)),
+                _ => (i.name.clone(), None),
+            })
+            .collect();
+        let same = got.len() == want.len() && got.iter().zip(&want).all(|(g, w)| g.0 == w.0 && g.1.as_ref() == w.1);
+        if !same {
+            let names: Vec<&str> = got.iter().map(|g| g.0.as_str()).collect();
+            self.bad(
+                ViolationKind::Dispatcher,
+                format!("dispatcher calls {names:?}, not one call per core in core order"),
+            );
+        }
+        for f in &m.functions[1..] {
+            if f.insts.iter().any(|i| matches!(i.op, Op::Call { .. })) {
+                self.bad(ViolationKind::Dispatcher, format!("function `{}` calls; only the dispatcher may", f.name));
+            }
+        }
+    }
+
+    fn core(&mut self, c: u32, fid: FuncId) {
+        let (Some(src), Some(m)) = (self.input_fn(c), self.inputs.get(&c).copied()) else { return };
+        let linked = self.linked;
+        let lf = &linked.functions[fid.index()];
+        let by_name: BTreeMap<&str, &Inst> = lf.insts.iter().map(|i| (i.name.as_str(), i)).collect();
+        let input_names: BTreeSet<&str> = src.insts.iter().map(|i| i.name.as_str()).collect();
+        let mut errs = Vec::new();
+        for i in &src.insts {
+            let Some(&n) = by_name.get(i.name.as_str()) else {
+                errs.push(format!("instruction `{}` is missing", i.name));
+                continue;
+            };
+            if let Some(e) = self.same_op(c, m, i, n) {
+                errs.push(format!("instruction `{}`: {e}", i.name));
+            }
+        }
+        let extra: Vec<&Inst> = lf.insts.iter().filter(|i| !input_names.contains(i.name.as_str())).collect();
+        let count = |p: &str, f: fn(&Op) -> bool| extra.iter().filter(|i| i.name.starts_with(p) && f(&i.op)).count();
+        let rets = count("return_", |o| matches!(o, Op::Return));
+        let cbs = count("cb_return_", |o| matches!(o, Op::CoreBarrier(_)));
+        let sqis = count("I-SQI-", |o| matches!(o, Op::SwitchQueueInstance { .. }));
+        if rets != 1 || cbs != 1 || rets + cbs + sqis != extra.len() || lf.insts.len() != src.insts.len() + extra.len()
+        {
+            errs.push(format!(
+                "{} instructions = {} copied + {} inserted ({rets} returns, {cbs} completion barriers, {sqis} switches)",
+                lf.insts.len(),
+                src.insts.len(),
+                extra.len()
+            ));
+        }
+        let order: Vec<&Inst> = lf.order().map(|id| &lf.insts[id.index()]).collect();
+        let tail_ok =
+            matches!(order.as_slice(), [.., b, r] if matches!(r.op, Op::Return) && b.name.starts_with("cb_return_"));
+        if !tail_ok {
+            errs.push("does not end with its completion barrier then its return".into());
+        }
+        for e in errs {
+            self.bad(ViolationKind::Core, format!("core {c} (`{}`): {e}", lf.name));
+        }
+    }
+
+    /// Compares an input instruction with its linked copy; records the location correspondence.
+    fn same_op(&mut self, c: u32, m: &'a Module, i: &Inst, n: &Inst) -> Option<String> {
+        let qname = |mm: &Module, q: Option<QueueId>| q.and_then(|q| mm.queues.get(q.index())).map(|q| q.name.clone());
+        if i.engine != n.engine || i.collective != n.collective || qname(m, i.queue) != qname(self.linked, n.queue) {
+            return Some("engine, collective flag or queue differ".into());
+        }
+        let mut pairs: Vec<(AccessPattern, AccessPattern)> = Vec::new();
+        let ok = match (&i.op, &n.op) {
+            (Op::DmaCopy { src: a, dst: b }, Op::DmaCopy { src: x, dst: y }) => {
+                pairs.extend([(*a, *x), (*b, *y)]);
+                true
+            }
+            (Op::Compute { kind: k1, srcs: s1, dst: d1 }, Op::Compute { kind: k2, srcs: s2, dst: d2 }) => {
+                pairs.extend(s1.iter().copied().zip(s2.iter().copied()));
+                pairs.push((*d1, *d2));
+                k1 == k2 && s1.len() == s2.len()
+            }
+            (Op::CoreBarrier(a), Op::CoreBarrier(b)) => a.group == b.group && a.participants == b.participants,
+            (
+                Op::SwitchQueueInstance { queue: q1, instance: a },
+                Op::SwitchQueueInstance { queue: q2, instance: b },
+            ) => a == b && qname(m, Some(*q1)) == qname(self.linked, Some(*q2)),
+            (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
+        };
+        if !ok {
+            return Some("operation differs".into());
+        }
+        for (a, b) in pairs {
+            if (a.offset, a.len) != (b.offset, b.len) {
+                return Some("access range differs".into());
+            }
+            match self.loc_map.insert((c, a.loc), b.loc) {
+                Some(prev) if prev != b.loc => {
+                    let name = m.memlocs.get(a.loc.index()).map_or("?", |l| l.name.as_str());
+                    self.bad(ViolationKind::Shared, format!("core {c}'s `{name}` is split in two linked locations"));
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+}
+
+mod tensors;

@@ -1,0 +1,275 @@
+//! The link checker's tensor, barrier, output and queue checks.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Ck, Key, ViolationKind};
+use crate::ir::*;
+
+impl<'a> Ck<'a> {
+    /// The tensor an input location stands for (a view: its producer's tensor).
+    pub(super) fn key_of(&self, c: u32, id: MemLocId) -> Option<Key> {
+        let l = self.inputs.get(&c)?.memlocs.get(id.index())?;
+        match &l.remote_local_target {
+            Some(r) => {
+                let t = *self.names.get(&r.core)?.get(r.name.as_str())?;
+                if self.inputs[&r.core].memlocs[t.index()].remote_local_target.is_some() {
+                    return None;
+                }
+                self.key_of(r.core, t)
+            }
+            None if matches!(l.usage, Usage::Input | Usage::Weight | Usage::Output) => Some(Key::Ext(l.name.clone())),
+            None => Some(Key::Local(c, l.name.clone())),
+        }
+    }
+
+    fn input_loc(&self, c: u32, id: MemLocId) -> Option<&MemoryLocation> {
+        self.inputs.get(&c).and_then(|m| m.memlocs.get(id.index()))
+    }
+
+    /// One tensor <-> one linked location, with the tensor's attributes and address.
+    pub(super) fn locations(&mut self) {
+        let mut by_linked: BTreeMap<MemLocId, BTreeSet<Key>> = BTreeMap::new();
+        let pairs: Vec<((u32, MemLocId), MemLocId)> = self.loc_map.iter().map(|(k, v)| (*k, *v)).collect();
+        for ((c, il), ll) in pairs {
+            let Some(key) = self.key_of(c, il) else {
+                self.bad(ViolationKind::Location, format!("core {c}: location {} has no resolvable tensor", il.0));
+                continue;
+            };
+            by_linked.entry(ll).or_default().insert(key.clone());
+            self.by_key.entry(key).or_default().insert(ll);
+            let (Some(a), Some(b)) = (self.input_loc(c, il), self.linked.memlocs.get(ll.index())) else { continue };
+            let sig = |l: &MemoryLocation| (l.mem_type, l.dtype, l.elem_count, l.address, l.partition, l.bank);
+            if sig(a) != sig(b) {
+                let msg = format!("core {c}'s `{}` became `{}` with different type, size or placement", a.name, b.name);
+                self.bad(ViolationKind::Location, msg);
+            }
+        }
+        for (ll, keys) in by_linked {
+            if keys.len() > 1 {
+                let name = &self.linked.memlocs[ll.index()].name;
+                self.bad(ViolationKind::Location, format!("linked location `{name}` holds different tensors {keys:?}"));
+            }
+        }
+        let split: Vec<String> = self
+            .by_key
+            .iter()
+            .filter(|(_, ls)| ls.len() > 1)
+            .map(|(k, ls)| {
+                let names: Vec<&str> = ls.iter().map(|l| self.linked.memlocs[l.index()].name.as_str()).collect();
+                format!("tensor {k:?} is split over linked locations {names:?}")
+            })
+            .collect();
+        for s in split {
+            self.bad(ViolationKind::Shared, s);
+        }
+    }
+
+    /// Slot ids of the renumbered barriers, kept ids, and complete groups.
+    pub(super) fn barriers(&mut self, funcs: &BTreeMap<u32, FuncId>) {
+        let mut renumbered: Vec<(u32, String)> = Vec::new();
+        let mut errs = Vec::new();
+        for (&c, &fid) in funcs {
+            let Some(src) = self.input_fn(c) else { continue };
+            let lf = &self.linked.functions[fid.index()];
+            let by_name: BTreeMap<&str, &Inst> = lf.insts.iter().map(|i| (i.name.as_str(), i)).collect();
+            let input_names: BTreeSet<&str> = src.insts.iter().map(|i| i.name.as_str()).collect();
+            for i in &src.insts {
+                let (Op::CoreBarrier(a), Some(Op::CoreBarrier(b))) =
+                    (&i.op, by_name.get(i.name.as_str()).map(|n| &n.op))
+                else {
+                    continue;
+                };
+                if b.flagged {
+                    errs.push(format!("core {c} `{}` is still flagged", i.name));
+                }
+                if a.flagged {
+                    renumbered.push((b.id, format!("{}/{}", lf.name, i.name)));
+                } else if a.id != b.id {
+                    errs.push(format!("core {c} `{}` was not flagged but its id changed {} -> {}", i.name, a.id, b.id));
+                }
+            }
+            for n in
+                lf.insts.iter().filter(|n| n.name.starts_with("cb_return_") && !input_names.contains(n.name.as_str()))
+            {
+                if let Op::CoreBarrier(b) = &n.op {
+                    renumbered.push((b.id, format!("{}/{}", lf.name, n.name)));
+                    if b.flagged {
+                        errs.push(format!("completion barrier `{}` is still flagged", n.name));
+                    }
+                }
+            }
+        }
+        renumbered.sort();
+        for w in renumbered.windows(2) {
+            if w[0].0 == w[1].0 {
+                errs.push(format!("duplicate barrier ID {}: `{}` and `{}`", w[0].0, w[0].1, w[1].1));
+            }
+        }
+        let ids: BTreeSet<u32> = renumbered.iter().map(|r| r.0).collect();
+        if ids.len() == renumbered.len() && ids.iter().copied().ne(0..ids.len() as u32) {
+            errs.push(format!("renumbered slot ids are not dense from 0: {ids:?}"));
+        }
+        // Groups: every participant arrives exactly once, nobody else arrives.
+        let mut groups: BTreeMap<u32, (Vec<u32>, Vec<u32>)> = BTreeMap::new();
+        for f in &self.linked.functions {
+            for i in &f.insts {
+                let Op::CoreBarrier(b) = &i.op else { continue };
+                let core = f.attrs.neuron_core_id.or(i.core).unwrap_or(u32::MAX);
+                let e = groups.entry(b.group).or_insert_with(|| (b.participants.clone(), Vec::new()));
+                if e.0 != b.participants {
+                    errs.push(format!("group {}: arrivals disagree on the participants", b.group));
+                }
+                e.1.push(core);
+            }
+        }
+        for (g, (mut parts, mut arrived)) in groups {
+            parts.sort_unstable();
+            arrived.sort_unstable();
+            if parts != arrived {
+                errs.push(format!("group {g}: participants {parts:?} but arrivals from {arrived:?}"));
+            }
+        }
+        for e in errs {
+            self.bad(ViolationKind::Barrier, e);
+        }
+    }
+
+    /// Every handoff: one location at the synced address, the view kept as a must-alias.
+    pub(super) fn shared_and_aliases(&mut self, funcs: &BTreeMap<u32, FuncId>) {
+        let mut errs: Vec<(ViolationKind, String)> = Vec::new();
+        let place = |l: &MemoryLocation| (l.address, l.partition, l.bank);
+        for (&c, m) in &self.inputs {
+            for (vi, v) in m.memlocs.iter().enumerate() {
+                let Some(r) = &v.remote_local_target else { continue };
+                let target = self
+                    .names
+                    .get(&r.core)
+                    .and_then(|n| n.get(r.name.as_str()))
+                    .map(|t| &self.inputs[&r.core].memlocs[t.index()]);
+                let (Some(t), Some(key)) = (target, self.key_of(c, MemLocId::from_index(vi))) else {
+                    errs.push((ViolationKind::Shared, format!("view `{}` of core {c} has no target", v.name)));
+                    continue;
+                };
+                let unified = match self.by_key.get(&key).map(|s| s.iter().copied().collect::<Vec<_>>()) {
+                    Some(ls) if ls.len() == 1 => ls[0],
+                    Some(_) => continue, // split: reported by `locations`
+                    None => match self.linked_names.get(r.name.as_str()) {
+                        Some(&i) => i,
+                        None => {
+                            errs.push((
+                                ViolationKind::Shared,
+                                format!("shared tensor `{}` of core {} is lost", r.name, r.core),
+                            ));
+                            continue;
+                        }
+                    },
+                };
+                let u = &self.linked.memlocs[unified.index()];
+                if place(u) != place(t) || place(u) != place(v) {
+                    let msg = format!(
+                        "shared `{}`: linked placement {:?}, producer had {:?}, view `{}` had {:?}",
+                        u.name,
+                        place(u),
+                        place(t),
+                        v.name,
+                        place(v)
+                    );
+                    errs.push((ViolationKind::Shared, msg));
+                }
+                let renamed = format!("{}.nc{c}", v.name);
+                let has_alias = self.must_alias_in.get(&unified).is_some_and(|srcs| {
+                    srcs.iter().any(|s| {
+                        let n = &self.linked.memlocs[s.index()].name;
+                        *s != unified && (*n == v.name || n.starts_with(&renamed))
+                    })
+                });
+                if !has_alias {
+                    let msg = format!("view `{}` of core {c} lost its must-alias to `{}`", v.name, u.name);
+                    errs.push((ViolationKind::Alias, msg));
+                }
+                let producer_writes = funcs.contains_key(&r.core) && self.written.contains(&(r.core, unified));
+                if r.core == c || !producer_writes {
+                    let msg = format!(
+                        "alias of `{}` does not join a write on core {} to a reader on core {c}",
+                        v.name, r.core
+                    );
+                    errs.push((ViolationKind::Alias, msg));
+                }
+            }
+        }
+        for (k, e) in errs {
+            self.bad(k, e);
+        }
+    }
+
+    /// No handoff target is an external output; every other written output still is.
+    pub(super) fn outputs(&mut self) {
+        let mut targets: BTreeSet<Key> = BTreeSet::new();
+        for (&c, m) in &self.inputs {
+            for (i, l) in m.memlocs.iter().enumerate() {
+                if l.remote_local_target.is_some()
+                    && let Some(k) = self.key_of(c, MemLocId::from_index(i))
+                {
+                    targets.insert(k);
+                }
+            }
+        }
+        let was_output: BTreeSet<MemLocId> = self
+            .loc_map
+            .iter()
+            .filter(|((c, il), _)| self.input_loc(*c, *il).is_some_and(|x| x.usage == Usage::Output))
+            .map(|(_, ll)| *ll)
+            .collect();
+        let mut errs = Vec::new();
+        for (k, ls) in &self.by_key {
+            for l in ls {
+                let loc = &self.linked.memlocs[l.index()];
+                if targets.contains(k) && loc.usage == Usage::Output {
+                    errs.push(format!("intermediate `{}` is still an external output", loc.name));
+                }
+                if matches!(k, Key::Ext(_))
+                    && !targets.contains(k)
+                    && loc.usage != Usage::Output
+                    && was_output.contains(l)
+                {
+                    errs.push(format!("program output `{}` is no longer an output", loc.name));
+                }
+            }
+        }
+        for e in errs {
+            self.bad(ViolationKind::Output, e);
+        }
+    }
+
+    /// Queues folded by name: union of instances, maximum semaphores.
+    pub(super) fn queues(&mut self) {
+        let mut want: BTreeMap<&str, (BTreeSet<u32>, u32)> = BTreeMap::new();
+        for m in self.inputs.values() {
+            for q in &m.queues {
+                let e = want.entry(q.name.as_str()).or_default();
+                e.0.extend(q.instances.iter().copied());
+                e.1 = e.1.max(q.semaphores);
+            }
+        }
+        let mut errs = Vec::new();
+        let got: BTreeMap<&str, &DmaQueue> = self.linked.queues.iter().map(|q| (q.name.as_str(), q)).collect();
+        for (name, (inst, sems)) in &want {
+            match got.get(name) {
+                None => errs.push(format!("queue `{name}` is lost")),
+                Some(q) if q.instances.iter().copied().ne(inst.iter().copied()) || q.semaphores != *sems => {
+                    errs.push(format!(
+                        "queue `{name}`: instances {:?} sems {}, expected {inst:?} sems {sems}",
+                        q.instances, q.semaphores
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        for name in got.keys().filter(|n| !want.contains_key(*n)) {
+            errs.push(format!("queue `{name}` comes from no input"));
+        }
+        for e in errs {
+            self.bad(ViolationKind::Queue, e);
+        }
+    }
+}

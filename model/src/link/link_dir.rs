@@ -1,0 +1,324 @@
+//! The sgLnk link directory (seed 000 §8, `setupLinkDir`).
+//!
+//! Under a caller-given root:
+//!
+//! ```text
+//! <root>/<name>/nc<c>/sg<c>/   core c's artifacts: <weight>.npy, debug_info.json,
+//!                              and any custom-op blob (*.so) or CPU-node file
+//!                              (cpu_node*) the per-core flow left there
+//! <root>/<name>/sgLnk/         relative symlinks to every core's .npy (one per
+//!                              unified weight), nc<c>.debug_info.json and
+//!                              nc<c>_<blob>.so; CPU-node files are copied
+//!                              (nc<c>_<file>); plus the unified tensor-map.json
+//! ```
+//!
+//! Names come from modules, so from users: they become paths only through
+//! [`safe_rel_path`], which rejects empty, `.`, `..`, absolute and NUL-bearing
+//! components. No directory under the root may already be a symlink, every
+//! symlink target is relative and is checked to resolve inside
+//! `<root>/<name>`, and nothing is written through an existing symlink.
+//! Weights are written as `.npy` v1.0 little-endian int32 (`<i4`).
+
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+
+use super::defs::DefInfo;
+use super::tensor_map::TensorMap;
+use crate::ir::{Module, Usage, init_value};
+use crate::marks;
+
+/// Why the link directory could not be set up. One line each.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LinkDirError {
+    /// A name cannot become a path.
+    #[error("name {name:?} cannot become a path: {why}")]
+    BadName {
+        /// The name.
+        name: String,
+        /// Which rule it breaks.
+        why: &'static str,
+    },
+    /// A path under the root is a symlink, or a link would point outside.
+    #[error("{0} would leave the link root")]
+    Escapes(String),
+    /// A filesystem call failed.
+    #[error("{path}: {msg}")]
+    Io {
+        /// The path.
+        path: String,
+        /// The error.
+        msg: String,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LinkDirError + '_ {
+    move |e| LinkDirError::Io { path: path.display().to_string(), msg: e.to_string() }
+}
+
+/// THE name-to-path function: `name` split on `/` into components, each
+/// non-empty, not `.` or `..`, without NUL; a leading `/` (absolute) is refused.
+pub fn safe_rel_path(name: &str) -> Result<PathBuf, LinkDirError> {
+    let bad = |why| {
+        marks::hit("link.dir.bad_name");
+        Err(LinkDirError::BadName { name: name.to_string(), why })
+    };
+    if name.starts_with('/') {
+        return bad("absolute");
+    }
+    let mut p = PathBuf::new();
+    for c in name.split('/') {
+        match c {
+            "" => return bad("empty component"),
+            "." | ".." => return bad("`.` or `..` component"),
+            c if c.contains('\0') => return bad("NUL byte"),
+            c => p.push(c),
+        }
+    }
+    // Belt and braces: only plain components may remain.
+    if !p.components().all(|c| matches!(c, Component::Normal(_))) {
+        return bad("not a plain relative path");
+    }
+    Ok(p)
+}
+
+/// `<root>/<name>`.
+pub fn module_dir(root: &Path, name: &str) -> Result<PathBuf, LinkDirError> {
+    Ok(root.join(safe_rel_path(name)?))
+}
+
+/// `<root>/<name>/sgLnk`.
+pub fn lnk_dir(root: &Path, name: &str) -> Result<PathBuf, LinkDirError> {
+    Ok(module_dir(root, name)?.join("sgLnk"))
+}
+
+/// The weights of core module `m` that have contents, with their relative file paths.
+fn weight_files(m: &Module) -> Result<Vec<(usize, PathBuf)>, LinkDirError> {
+    let mut out = Vec::new();
+    for (i, l) in m.memlocs.iter().enumerate() {
+        if l.usage == Usage::Weight && l.init.is_some() && l.remote_local_target.is_none() {
+            out.push((i, safe_rel_path(&format!("{}.npy", l.name))?));
+        }
+    }
+    Ok(out)
+}
+
+/// Every name that would become a path is valid (the `dry_run` part of §8).
+pub fn check_names(root: &Path, modules: &[Module], info: &DefInfo) -> Result<(), LinkDirError> {
+    module_dir(root, &info.name)?;
+    for d in &info.defs {
+        safe_rel_path(&d.sg_dir)?;
+        weight_files(&modules[d.module])?;
+    }
+    Ok(())
+}
+
+/// Creates `base/rel` directory by directory, refusing any existing symlink on the way.
+fn ensure_dir(base: &Path, rel: &Path) -> Result<PathBuf, LinkDirError> {
+    let mut p = base.to_path_buf();
+    for c in rel.components() {
+        p.push(c);
+        match fs::symlink_metadata(&p) {
+            Ok(md) if md.file_type().is_symlink() => {
+                marks::hit("link.dir.symlink_refused");
+                return Err(LinkDirError::Escapes(p.display().to_string()));
+            }
+            Ok(md) if md.is_dir() => {}
+            Ok(_) => return Err(LinkDirError::Io { path: p.display().to_string(), msg: "not a directory".into() }),
+            Err(_) => fs::create_dir(&p).map_err(io(&p))?,
+        }
+    }
+    Ok(p)
+}
+
+/// Writes `bytes` at `path`, replacing a regular file but never writing through a symlink.
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), LinkDirError> {
+    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        fs::remove_file(path).map_err(io(path))?;
+    }
+    fs::write(path, bytes).map_err(io(path))
+}
+
+/// A `.npy` v1.0 file of little-endian int32 values, shape `(n,)`.
+fn npy_i32(values: &[i32]) -> Vec<u8> {
+    let mut header = format!("{{'descr': '<i4', 'fortran_order': False, 'shape': ({},), }}", values.len());
+    // Magic (6) + version (2) + header length (2) + header, padded to a multiple of 64, ending in '\n'.
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut out = Vec::with_capacity(10 + header.len() + values.len() * 4);
+    out.extend_from_slice(b"\x93NUMPY\x01\x00");
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    for v in values {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out
+}
+
+/// `<up>/<target>` such that a link at `<mod_dir>/<link_rel>` points at `<mod_dir>/<target_rel>`.
+fn relative_target(link_rel: &Path, target_rel: &Path) -> PathBuf {
+    let ups = link_rel.components().count().saturating_sub(1);
+    let mut t = PathBuf::new();
+    for _ in 0..ups {
+        t.push("..");
+    }
+    t.join(target_rel)
+}
+
+/// True when `target` (relative to the link's directory) resolves lexically inside `mod_dir`.
+pub fn stays_inside(mod_dir: &Path, link: &Path, target: &Path) -> bool {
+    let mut p: Vec<Component<'_>> = link.parent().map(|x| x.components().collect()).unwrap_or_default();
+    for c in target.components() {
+        match c {
+            Component::ParentDir => {
+                p.pop();
+            }
+            Component::Normal(_) => p.push(c),
+            _ => return false,
+        }
+    }
+    p.iter().collect::<PathBuf>().starts_with(mod_dir)
+}
+
+/// Creates the symlink `<mod_dir>/<link_rel>` -> `<mod_dir>/<target_rel>` (relative).
+fn symlink_files(mod_dir: &Path, link_rel: &Path, target_rel: &Path) -> Result<(), LinkDirError> {
+    let link = mod_dir.join(link_rel);
+    let target = relative_target(link_rel, target_rel);
+    if !stays_inside(mod_dir, &link, &target) {
+        return Err(LinkDirError::Escapes(link.display().to_string()));
+    }
+    if let Some(parent) = link_rel.parent() {
+        ensure_dir(mod_dir, parent)?;
+    }
+    if fs::symlink_metadata(&link).is_ok() {
+        fs::remove_file(&link).map_err(io(&link))?;
+    }
+    symlink(&target, &link).map_err(io(&link))
+}
+
+#[cfg(unix)]
+fn symlink(target: &Path, link: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(target, link)
+}
+
+#[cfg(not(unix))]
+fn symlink(_target: &Path, _link: &Path) -> std::io::Result<()> {
+    Err(std::io::Error::other("symlinks need a unix host"))
+}
+
+/// The stand-in for the per-core flow's artifacts: each weight as `.npy`
+/// and a `debug_info.json` naming the core's instructions.
+fn write_core_artifacts(core_dir: &Path, m: &Module) -> Result<(), LinkDirError> {
+    for (i, rel) in weight_files(m)? {
+        let l = &m.memlocs[i];
+        let seed = l.init.unwrap_or(0);
+        if let Some(parent) = rel.parent() {
+            ensure_dir(core_dir, parent)?;
+        }
+        write_file(
+            &core_dir.join(&rel),
+            &npy_i32(&(0..l.elem_count).map(|k| init_value(seed, k)).collect::<Vec<_>>()),
+        )?;
+    }
+    let names: Vec<&str> = m.functions.iter().flat_map(|f| f.insts.iter().map(|i| i.name.as_str())).collect();
+    let debug = serde_json::json!({ "module": m.name, "core": m.attrs.neuron_core_id, "instructions": names });
+    write_file(&core_dir.join("debug_info.json"), debug.to_string().as_bytes())
+}
+
+/// Files directly in `dir` whose name satisfies `pred`, in name order.
+fn files_where(dir: &Path, pred: impl Fn(&str) -> bool) -> Result<Vec<String>, LinkDirError> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir).map_err(io(dir))? {
+        let e = e.map_err(io(dir))?;
+        let is_file = e.file_type().map_err(io(dir))?.is_file();
+        if let Some(n) = e.file_name().to_str()
+            && is_file
+            && pred(n)
+        {
+            out.push(n.to_string());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// `setupLinkDir`: writes each core's artifacts, links them into `sgLnk`, and writes `tensor-map.json`.
+pub fn setup_link_dir(root: &Path, modules: &[Module], info: &DefInfo, tm: &TensorMap) -> Result<(), LinkDirError> {
+    check_names(root, modules, info)?;
+    // The root is the caller's (trusted); everything under it goes through `ensure_dir`.
+    fs::create_dir_all(root).map_err(io(root))?;
+    let name_rel = safe_rel_path(&info.name)?;
+    let mod_dir = ensure_dir(root, &name_rel)?;
+    ensure_dir(&mod_dir, Path::new("sgLnk"))?; // createLinkDir
+    let mut linked_weights = std::collections::BTreeSet::new();
+    for d in &info.defs {
+        let sg = safe_rel_path(&d.sg_dir)?;
+        let core_dir = ensure_dir(&mod_dir, &sg)?;
+        let m = &modules[d.module];
+        write_core_artifacts(&core_dir, m)?;
+        // symlinkNpyFiles: one link per weight name, to the first core's file
+        // (weights of one name are identical: the linker unified them).
+
+        for (_, rel) in weight_files(m)? {
+            if linked_weights.insert(rel.clone()) {
+                symlink_files(&mod_dir, &Path::new("sgLnk").join(&rel), &sg.join(&rel))?;
+            }
+        }
+        // symLinkDebugInfoFiles
+        symlink_files(
+            &mod_dir,
+            &Path::new("sgLnk").join(format!("nc{}.debug_info.json", d.core)),
+            &sg.join("debug_info.json"),
+        )?;
+        // symLinkCustomOpFiles
+        for f in files_where(&core_dir, |n| n.ends_with(".so"))? {
+            marks::hit("link.dir.custom_op");
+            let link = Path::new("sgLnk").join(safe_rel_path(&format!("nc{}_{f}", d.core))?);
+            symlink_files(&mod_dir, &link, &sg.join(safe_rel_path(&f)?))?;
+        }
+        // copyCpuNodeFiles: copied, not linked.
+        for f in files_where(&core_dir, |n| n.starts_with("cpu_node"))? {
+            marks::hit("link.dir.cpu_node_copied");
+            let to = mod_dir.join("sgLnk").join(safe_rel_path(&format!("nc{}_{f}", d.core))?);
+            let bytes = fs::read(core_dir.join(safe_rel_path(&f)?)).map_err(io(&core_dir))?;
+            write_file(&to, &bytes)?;
+        }
+    }
+    try_update_tensor_map_file(root, &info.name, tm)?;
+    marks::hit("link.dir.setup");
+    Ok(())
+}
+
+/// `tryUpdateTensorMapFile`: (re)writes `<root>/<name>/sgLnk/tensor-map.json`.
+pub fn try_update_tensor_map_file(root: &Path, name: &str, tm: &TensorMap) -> Result<(), LinkDirError> {
+    let dir = ensure_dir(root, &safe_rel_path(name)?.join("sgLnk"))?;
+    write_file(&dir.join("tensor-map.json"), tm.to_json().as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn npy_header_is_v1_aligned_and_little_endian() {
+        let b = npy_i32(&[1, -2]);
+        assert_eq!(&b[..8], b"\x93NUMPY\x01\x00");
+        let hlen = u16::from_le_bytes([b[8], b[9]]) as usize;
+        assert_eq!((10 + hlen) % 64, 0);
+        let header = std::str::from_utf8(&b[10..10 + hlen]).unwrap_or("");
+        assert!(header.starts_with("{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }"));
+        assert!(header.ends_with('\n'));
+        assert_eq!(&b[10 + hlen..], &[1, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff]);
+    }
+
+    #[test]
+    fn relative_targets_stay_inside_and_escapes_are_caught() {
+        let m = Path::new("/r/demo");
+        let t = relative_target(Path::new("sgLnk/a/b.npy"), Path::new("nc0/sg0/a/b.npy"));
+        assert_eq!(t, Path::new("../../nc0/sg0/a/b.npy"));
+        assert!(stays_inside(m, &m.join("sgLnk/a/b.npy"), &t));
+        assert!(!stays_inside(m, &m.join("sgLnk/x"), Path::new("../../etc/passwd")));
+        assert!(!stays_inside(m, &m.join("sgLnk/x"), Path::new("/etc/passwd")));
+    }
+}

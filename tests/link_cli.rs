@@ -1,0 +1,112 @@
+//! `lncsim link`: the acceptance run, `--modules`, `--json`, `--link-dir`,
+//! and one-line typed errors for bad input.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::PathBuf;
+
+use lncsim_model::ir;
+use lncsim_model::link::pipeline::per_core_modules;
+use lncsim_model::program::{GenConfig, SizeClass, generate};
+
+fn tmp(tag: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("lncsim-linkcli-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    std::fs::create_dir_all(&p).unwrap();
+    p
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = common::lncsim().args(args).output().unwrap();
+    let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code().unwrap_or(-1), s(&out.stdout), s(&out.stderr))
+}
+
+#[test]
+fn acceptance_gen_seed_3_cores_4_links_with_one_call_per_core() {
+    let dir = tmp("accept");
+    let (code, program, _) = run(&["gen", "--seed", "3", "--cores", "4"]);
+    assert_eq!(code, 0);
+    let file = dir.join("p.bir");
+    std::fs::write(&file, program).unwrap();
+    let (code, out, err) = run(&["link", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let pos: Vec<usize> =
+        (0..4).map(|c| out.find(&format!("call_def_{c}_instance_0 = sp call nc{c}\n")).unwrap()).collect();
+    assert!(pos.windows(2).all(|w| w[0] < w[1]), "dispatcher calls out of core order");
+    assert!(out.contains("module \"gen_s3_c4/sgLnk\" lnc 4\n"));
+    // The printed module parses back (the summary lines are comments).
+    let m = ir::parse(&out).unwrap();
+    assert_eq!(m.functions[0].name, "dispatcher");
+
+    // The same per-core modules given as files link to the same module.
+    let modules = per_core_modules(&generate(&GenConfig::new(3, 4, SizeClass::Small))).unwrap();
+    let mut args = vec!["link".to_string(), "--modules".into()];
+    for (c, mm) in modules.iter().enumerate().rev() {
+        let f = dir.join(format!("core{c}.bir"));
+        std::fs::write(&f, ir::print(mm)).unwrap();
+        args.push(f.to_str().unwrap().into());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out2, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out2, out, "module order on the command line does not matter");
+
+    let (code, json, _) = run(&["link", file.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["report"]["cores"], 4);
+    assert_eq!(ir::parse(v["module"].as_str().unwrap()).unwrap(), m);
+
+    let root = dir.join("lnk");
+    let (code, _, err) = run(&["link", file.to_str().unwrap(), "--link-dir", root.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(root.join("gen_s3_c4/sgLnk/tensor-map.json").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_input_gets_one_typed_line() {
+    let dir = tmp("bad");
+    let missing = dir.join("nope.bir");
+    // Bad input exits 1 today; the CLI convention is moving to 3 (EXIT_BAD_INPUT) on main.
+    let bad_input = |code: i32| code == 1;
+    let (code, out, err) = run(&["link", missing.to_str().unwrap()]);
+    assert!(bad_input(code) && out.is_empty(), "{code} {out}");
+    assert!(err.starts_with("lncsim: error: ") && err.trim_end().lines().count() == 1, "{err}");
+
+    // A view whose remote target does not exist.
+    let modules = per_core_modules(&generate(&GenConfig::new(3, 2, SizeClass::Small))).unwrap();
+    let mut paths = Vec::new();
+    for (c, m) in modules.iter().enumerate() {
+        let mut m = m.clone();
+        for l in &mut m.memlocs {
+            if let Some(r) = &mut l.remote_local_target {
+                r.name = "ghost".into();
+            }
+        }
+        let f = dir.join(format!("c{c}.bir"));
+        std::fs::write(&f, ir::print(&m)).unwrap();
+        paths.push(f.to_str().unwrap().to_string());
+    }
+    let mut args = vec!["link", "--modules"];
+    args.extend(paths.iter().map(String::as_str));
+    let (code, _, err) = run(&args);
+    assert!(bad_input(code));
+    assert!(err.starts_with("lncsim: error: link: missing input '") && err.trim_end().lines().count() == 1, "{err}");
+
+    // A hostile module name with --link-dir.
+    let hostile = dir.join("h.bir");
+    std::fs::write(&hostile, "module \"../../escape\" lnc 1\nloc x dram input i32[1]\nfunc main\n  block b\n").unwrap();
+    let root = dir.join("root");
+    let (code, _, err) = run(&["link", hostile.to_str().unwrap(), "--link-dir", root.to_str().unwrap()]);
+    assert!(bad_input(code));
+    assert!(err.contains("cannot become a path"), "{err}");
+    assert!(!dir.join("escape").exists() && !root.exists());
+
+    // Usage errors are clap's (exit 2).
+    assert_eq!(run(&["link"]).0, 2);
+    assert_eq!(run(&["link", "a.bir", "--modules", "b.bir"]).0, 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
