@@ -150,9 +150,9 @@ pub fn translate_pseudo_instrs(
                 let mut d = r;
                 let n = memory_operands(op);
                 let mut v = [None; 3];
-                for slot in 0..n {
-                    d.ops[slot] = physical(r.ops[slot], slot, resolve).map_err(at)?;
-                    v[slot] = Some(r.ops[slot].a);
+                for (slot, (dst, var)) in d.ops.iter_mut().zip(v.iter_mut()).enumerate().take(n) {
+                    *dst = physical(r.ops[slot], slot, resolve).map_err(at)?;
+                    *var = Some(r.ops[slot].a);
                 }
                 vars.push(v);
                 if n > 0 {
