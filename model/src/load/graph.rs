@@ -86,8 +86,9 @@ pub struct KelfNn {
     pub shared_size: u64,
 }
 
-/// `parse_neff_json`: the manifest must exist ("Invalid NN: %s, neff.json is
-/// missing"); returns the `neff.json` inputs and outputs once S2 parsed it.
+/// `parse_neff_json`'s guard: `neff.json` (or the legacy `kelp.json`) must
+/// exist, else "Invalid NN: %s, neff.json is missing". The JSON itself is
+/// read by [`Neff::from_container`], and the IO maps by [`dlr_kelf_load`].
 pub fn parse_neff_json(c: &Container, nn: &str) -> Result<(), LoadError> {
     if c.members.contains(NEFF_JSON) {
         return Ok(());

@@ -5,7 +5,7 @@
 //! | S0 | `nrt_load`, `nrt_load_util`, `nrt_vnc_usage_find_and_inc` / `_dec` | [`nrt`], [`registry`] |
 //! | S1 | TNC cache (`lncsim_tnc`), `neff_parse` | [`nrt`], [`graph`] |
 //! | S2 | `parse_neff_json`, `dlr_kelf_load`, `kelf_load`, `construct_kbin`, `kelf_resolve_vtpb_remote_variables` | [`graph`], [`kbin`] |
-//! | S3 | `kelf_load_from_neff`, `gen_kbin` | [`kbin`] |
+//! | S3 | `kelf_load_from_neff`, `gen_kbin` (the var table: `mem_ref_set`) | [`kbin`], [`mem_ref`] |
 //! | S4 | `dlr_kelf_stage`, `vtpb_info_shared_init_vtpb`, `kbl_model_add`, the fan-out, `kbl_model_remove` | [`fanout`], [`stage`] |
 //! | S5 | relocation (a) `translate_pseudo_instrs` + `kbin_patch_info`, (b) `imcpy_load_vring`; `dlr_model_set` | [`relocate`], [`stage`], [`nrt`] |
 //! | unload | `nrt_unload`, `kmgr_unload_nn`, `dlr_kelf_unstage`, `dlr_kelf_unload` | [`runtime`] |
@@ -28,6 +28,7 @@ pub mod fanout;
 pub mod graph;
 pub mod image;
 pub mod kbin;
+pub mod mem_ref;
 pub mod nrt;
 pub mod records;
 pub mod registry;
