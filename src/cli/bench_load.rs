@@ -117,9 +117,21 @@ pub fn run(a: BenchLoadArgs) -> Result<ExitCode, CliError> {
         t_step.push(cycles(&rt, &neff256, 1, stepped)?);
     }
     let (thr, step) = (median(t_thr), median(t_step));
+    let mut t_parse = Vec::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        Neff::parse(&neff256, &ReadOptions::default()).map_err(|e| CliError::CheckFailed(e.to_string()))?;
+        t_parse.push(t.elapsed());
+    }
+    let parse = median(t_parse);
     println!("256-subgraph NEFF ({} bytes): one load + unload, median of {runs} runs", neff256.len());
     println!("  threads (256)           {:>9.2} ms", thr.as_secs_f64() * 1e3);
     println!("  stepped (one thread)    {:>9.2} ms", step.as_secs_f64() * 1e3);
     println!("  threads / stepped       {:>9.2}x", step.as_secs_f64() / thr.as_secs_f64().max(1e-9));
+    println!(
+        "  Neff::parse alone       {:>9.2} ms: the NEFF reader is {:.0}% of the threaded load",
+        parse.as_secs_f64() * 1e3,
+        100.0 * parse.as_secs_f64() / thr.as_secs_f64().max(1e-9)
+    );
     Ok(ExitCode::SUCCESS)
 }
