@@ -18,6 +18,12 @@ fn base() -> Vec<u8> {
 
 /// Rewrites the NEFF with member `name` replaced by `f(bytes)`.
 fn rewrite(bytes: &[u8], name: &str, f: impl FnOnce(Vec<u8>) -> Vec<u8>) -> Vec<u8> {
+    let lnc = Neff::parse(bytes, &ReadOptions::default()).unwrap().header.lnc_size;
+    rewrite_lnc(bytes, name, lnc, f)
+}
+
+/// [`rewrite`], writing the header for `lnc` cores.
+fn rewrite_lnc(bytes: &[u8], name: &str, lnc: u32, f: impl FnOnce(Vec<u8>) -> Vec<u8>) -> Vec<u8> {
     let n = Neff::parse(bytes, &ReadOptions::default()).unwrap();
     let mut t = MemberTable::new();
     let mut f = Some(f);
@@ -26,7 +32,7 @@ fn rewrite(bytes: &[u8], name: &str, f: impl FnOnce(Vec<u8>) -> Vec<u8>) -> Vec<
         t.insert(m.name.clone(), data).unwrap();
     }
     assert!(f.is_none(), "no member {name}");
-    NeffWriter::new(&n.header.name_str(), n.header.lnc_size).write(&t).unwrap()
+    NeffWriter::new(&n.header.name_str(), lnc).write(&t).unwrap()
 }
 
 fn json_edit(bytes: &[u8], name: &str, f: impl FnOnce(&mut Value)) -> Vec<u8> {
@@ -223,4 +229,29 @@ proptest! {
         prop_assert!(rt.registered().is_empty());
         prop_assert_eq!(rt.vnc_usage(), vec![0]);
     }
+}
+
+/// The fan-out limit: a kelf of 256 graphs (all naming sg00's definition)
+/// stages with 256 threads; 257 are refused in S2.
+#[test]
+fn the_fan_out_takes_256_subgraphs_and_refuses_257() {
+    let one = pack_generated(&GenConfig::new(43, 1, SizeClass::Small)).unwrap();
+    let graphs = |n: usize| {
+        rewrite_lnc(&one, "kelf-0.json", 256, |b| {
+            let mut k: Value = serde_json::from_slice(&b).unwrap();
+            let g = k["graphs"][0].clone();
+            k["graphs"] = json!(vec![g; n]);
+            serde_json::to_vec(&k).unwrap()
+        })
+    };
+    let rt = Runtime::new(SimDevice::new(256, 256));
+    let m = rt.nrt_load(&graphs(256), -1, -1).unwrap();
+    let models = rt.models(m.h_nn).unwrap();
+    assert_eq!(models.len(), 256);
+    assert_eq!(models.iter().map(|m| m.tpb).collect::<Vec<_>>(), (0..256).collect::<Vec<_>>());
+    rt.nrt_unload(&m).unwrap();
+    assert_eq!(rt.device().live_allocations(), 0);
+    let e = rt.nrt_load(&graphs(257), -1, -1).unwrap_err();
+    assert_eq!(e.status, NrtStatus::Invalid);
+    assert!(e.message.contains("257 subgraphs; 1..=256"), "{e}");
 }
