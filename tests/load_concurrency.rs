@@ -176,3 +176,35 @@ fn an_abandoned_staging_or_pending_load_leaks_nothing() {
     assert_eq!(rt.vnc_usage(), vec![0], "dropping the pending load released the claim");
     assert!(rt.registered().is_empty());
 }
+
+/// Each core allocates from its own HBM slice, so the layout a load stages does
+/// not depend on how its staging threads interleave: the real-thread fan-out
+/// and stepped drivers in any order give the same images, byte for byte.
+#[test]
+fn the_staged_layout_is_the_same_for_every_driver_and_order() {
+    let bytes = neff(8, 9);
+    let stage = |how: u64| {
+        let rt = Runtime::new(SimDevice::new(8, 8));
+        let m = if how == 0 {
+            rt.nrt_load(&bytes, -1, -1).unwrap()
+        } else {
+            let mut x = how;
+            let mut pick = |steps: &[StageStep]| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (x >> 33) as usize % steps.len()
+            };
+            rt.nrt_load_stepped(&bytes, -1, -1, &mut pick).0.unwrap()
+        };
+        let images = rt.core_images(m.h_nn).unwrap();
+        let bytes: Vec<Vec<u8>> = images
+            .iter()
+            .flat_map(|i| &i.engines)
+            .map(|s| rt.device().copy_out(s.pa, s.records * 64).unwrap())
+            .collect();
+        (images, bytes, rt.device().allocations())
+    };
+    let reference = stage(0);
+    for how in [0, 0, 0, 1, 2, 3, 4] {
+        assert_eq!(stage(how), reference, "driver/order {how}");
+    }
+}

@@ -5,6 +5,12 @@
 //! first-fit scan walks them in address order and every result depends only
 //! on the sequence of calls. An allocation's bytes are materialised on first
 //! touch (zeros until then), so a large carve-out costs nothing until used.
+//!
+//! [`SlicedHbm`] is the device's HBM: one address space that every core can
+//! read and write, whose allocator serves each tpb from its own slice (as the
+//! driver allocates from the HBM a core is attached to). Choice: this makes
+//! the loader's real-thread fan-out, where each thread allocates for its own
+//! core, give the same addresses in every thread interleaving.
 
 use std::collections::BTreeMap;
 
@@ -121,6 +127,63 @@ impl Hbm {
     }
 }
 
+/// The device HBM: `[base, base + n * slice)`, tpb `t` allocating from slice `t`.
+#[derive(Clone, Debug)]
+pub struct SlicedHbm {
+    base: u64,
+    slice: u64,
+    slices: Vec<Hbm>,
+}
+
+impl SlicedHbm {
+    /// `size` bytes from `base`, cut into `tpbs` equal 4 KiB-aligned slices.
+    pub fn new(base: u64, size: u64, tpbs: u32) -> Self {
+        let slice = (size / u64::from(tpbs.max(1))) / 4096 * 4096;
+        let slices = (0..u64::from(tpbs)).map(|t| Hbm::new(base + t * slice, slice)).collect();
+        SlicedHbm { base, slice, slices }
+    }
+
+    /// Bytes per slice.
+    pub fn slice_size(&self) -> u64 {
+        self.slice
+    }
+
+    fn slice_of(&mut self, pa: u64) -> Option<&mut Hbm> {
+        let i = pa.checked_sub(self.base)?.checked_div(self.slice)?;
+        self.slices.get_mut(usize::try_from(i).ok()?)
+    }
+
+    /// First fit in `tpb`'s slice.
+    pub fn alloc(&mut self, tpb: u32, size: u64, align: u64) -> Option<u64> {
+        self.slices.get_mut(tpb as usize)?.alloc(tpb, size, align)
+    }
+
+    /// Frees the allocation starting exactly at `pa`; false if there is none.
+    pub fn free(&mut self, pa: u64) -> bool {
+        self.slice_of(pa).is_some_and(|h| h.free(pa))
+    }
+
+    /// Number of live allocations.
+    pub fn live(&self) -> usize {
+        self.slices.iter().map(Hbm::live).sum()
+    }
+
+    /// Every live allocation, in address order.
+    pub fn allocations(&self) -> Vec<AllocationInfo> {
+        self.slices.iter().flat_map(Hbm::allocations).collect()
+    }
+
+    /// [`Hbm::with_bytes`] on the slice holding `pa`.
+    pub fn with_bytes<R>(&mut self, pa: u64, len: u64, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        self.slice_of(pa)?.with_bytes(pa, len, f)
+    }
+
+    /// [`Hbm::with_bytes_mut`] on the slice holding `pa`.
+    pub fn with_bytes_mut<R>(&mut self, pa: u64, len: u64, f: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
+        self.slice_of(pa)?.with_bytes_mut(pa, len, f)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,6 +204,28 @@ mod tests {
         assert_eq!(h.live(), 5);
         let order: Vec<u64> = h.allocations().iter().map(|a| a.pa).collect();
         assert_eq!(order, vec![0x1000, 0x1100, 0x1180, 0x2000, 0x2100]);
+    }
+
+    #[test]
+    fn each_tpb_allocates_in_its_own_slice_in_any_order() {
+        let run = |order: &[u32]| {
+            let mut h = SlicedHbm::new(0x1000_0000, 0x40_0000, 4);
+            let mut got: Vec<(u32, u64)> = order.iter().map(|&t| (t, h.alloc(t, 0x100, 64).unwrap())).collect();
+            got.sort();
+            (got, h)
+        };
+        let (a, mut h) = run(&[0, 1, 2, 3, 2]);
+        let (b, _) = run(&[2, 3, 2, 1, 0]);
+        assert_eq!(a, b, "addresses do not depend on the interleaving of cores");
+        assert_eq!(h.slice_size(), 0x10_0000);
+        assert_eq!(a[0].1, 0x1000_0000);
+        assert_eq!(a[3].1, 0x1020_0100, "tpb 2's second allocation follows its first in slice 2");
+        assert_eq!(h.alloc(4, 1, 1), None, "no slice for a tpb past the device");
+        assert!(h.with_bytes_mut(0x1020_0100, 0x100, |b| b[0] = 1).is_some());
+        assert!(h.with_bytes(0x10ff_ffff, 2, |_| ()).is_none());
+        assert!(h.free(0x1020_0100) && !h.free(0x1020_0100));
+        assert_eq!(h.live(), 4);
+        assert!(!h.free(0x0fff_0000));
     }
 
     #[test]

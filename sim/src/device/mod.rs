@@ -3,7 +3,9 @@
 //! [`Device`] surface the loader stages through (seed 002, Stage 4).
 //!
 //! Deterministic: the first-fit allocator ([`hbm`]) walks allocations in
-//! address order, counters are plain integers under one mutex, faults come
+//! address order, each tpb in its own slice of the one HBM address space (so
+//! concurrent staging on different cores gives the same addresses in any
+//! thread order), counters are plain integers under one mutex, faults come
 //! from a [`FaultPlan`] indexed by those counters. Interior mutability (a
 //! `Mutex`) makes it `Sync`, as the loader's staging fan-out needs.
 //!
@@ -33,12 +35,12 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use lncsim_model::load::{Device, DeviceError};
 
 pub use faults::{Fault, FaultPlan, FiredFault, OpKind};
-pub use hbm::{AllocationInfo, Hbm};
+pub use hbm::{AllocationInfo, Hbm, SlicedHbm};
 
 /// Where HBM starts by default: above 4 GiB, so physical addresses use the
 /// high word of a relocated operand.
 pub const DEFAULT_HBM_BASE: u64 = 0x1_0000_0000;
-/// Default HBM size: 96 GiB of address space (bytes are materialised on use).
+/// Default HBM size: 96 GiB of address space, split evenly between the tpbs (bytes are materialised on use).
 pub const DEFAULT_HBM_SIZE: u64 = 96 << 30;
 
 /// The device's shape.
@@ -81,7 +83,7 @@ impl OpCounts {
 
 #[derive(Debug)]
 struct State {
-    hbm: Hbm,
+    hbm: SlicedHbm,
     counts: OpCounts,
     plan: FaultPlan,
     fired: Vec<FiredFault>,
@@ -104,7 +106,7 @@ impl SimDevice {
     /// A device of the given shape, no faults.
     pub fn with_config(config: DeviceConfig) -> Self {
         let state = State {
-            hbm: Hbm::new(config.hbm_base, config.hbm_size),
+            hbm: SlicedHbm::new(config.hbm_base, config.hbm_size, config.num_tpbs),
             counts: OpCounts::default(),
             plan: FaultPlan::none(),
             fired: Vec::new(),
