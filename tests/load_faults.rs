@@ -82,8 +82,11 @@ proptest! {
             }
             clean(&rt)?;
         }
-        if cfg.cores > 1 && n > 2 * u64::from(cfg.cores) + 1 {
-            prop_assert!(rec.hits("load.s4.kbl_model_add_failed") > 0);
+        prop_assert!(rec.hits("load.s4.shared_init_failed") > 0, "op 0 is a per-load IO/shared allocation");
+        prop_assert!(rec.hits("load.s4.model_free") > 0, "a faulted copy-in frees its core's carve-out");
+        prop_assert!(rec.hits("load.s4.kbl_model_add_failed") > 0);
+        if cfg.cores > 1 {
+            prop_assert!(rec.hits("load.s4.rollback") > 0, "a fault on a later core rolls back staged siblings");
         }
     }
 

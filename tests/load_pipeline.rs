@@ -48,6 +48,7 @@ fn packed_neffs_load_ready_with_the_layout_the_checker_expects_and_unload_clean(
         let bad = check_load(rt.device(), &parsed(&bytes), &images);
         assert!(bad.is_empty(), "{cores} cores:\n{}", bad.join("\n"));
         assert_eq!(rec.hits("load.s5.registered"), 1);
+        assert_eq!(rec.hits("tnc.enter.first_worker"), 1, "a lone loader creates the TNC entry");
         assert_eq!(
             rec.hits("load.s5.relocated"),
             u64::from(cores),
