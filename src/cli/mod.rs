@@ -19,6 +19,7 @@ mod link;
 mod load;
 mod neff;
 mod neff_inspect;
+mod neff_pack;
 mod neff_unpack;
 mod run;
 mod split;
