@@ -38,7 +38,7 @@ fn compile_prints_allocated_modules_and_metrics() {
     assert!(s.contains("# coloring_allocator_dram main: early exit (No candidate, DRAM allocation successful)"), "{s}");
     assert!(s.contains("# coloring_allocator_dram_shared main: placed 1 (+0 remote views)"), "{s}");
     assert!(s.contains("dram_alloc_ok true"));
-    assert!(s.contains("# coloring_allocator_dram_shared main: placed 0 (+1 remote views), base 0x40000000"), "{s}");
+    assert!(s.contains("# coloring_allocator_dram_shared main: placed 0 (+1 remote views), base 0x100000"), "{s}");
     // Every module in the output parses, and every compiler-placed tensor has an address.
     let (cores, linked) = s.split_once("# linked\n").unwrap();
     for chunk in cores.split("# core ").skip(1) {

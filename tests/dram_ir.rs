@@ -22,7 +22,7 @@ fn addr(m: &Module, name: &str) -> Option<u64> {
 }
 
 fn opts(region: u64, mib: i64) -> DramOptions {
-    DramOptions { region_ceiling: region, allreduce_buffer_size_mib: mib, shared_core_cap_mib: 1 }
+    DramOptions { region_ceiling: region, allreduce_buffer_size_mib: mib, shared_core_cap_mib: 1, compact: false }
 }
 
 fn cfg(o: &DramOptions) -> IrCheckConfig {

@@ -5,7 +5,7 @@
 
 use lncsim_model::dram::{IrViolation, check_modules};
 use lncsim_model::ir::{MemoryLocation, Module, parse};
-use lncsim_model::pipeline::{PipelineOptions, compile};
+use lncsim_model::pipeline::{CompileReport, PipelineOptions, compile};
 
 /// Core 0: a -> b -> c (a and c reuse bytes), owns t; core 1: collective g,
 /// private h, owns s; t and s cross cores.
@@ -41,6 +41,7 @@ fn opts() -> PipelineOptions {
     PipelineOptions {
         allreduce_buffer_size_mib: -1,
         dram_region_bytes: 1 << 20,
+        compact_dram: false,
         shared_core_cap_mib: 1,
         ..PipelineOptions::default()
     }
@@ -52,7 +53,7 @@ fn clean() -> Vec<Module> {
 }
 
 fn check(ms: &[Module]) -> Vec<IrViolation> {
-    check_modules(ms, &opts().check_config())
+    check_modules(ms, &opts().check_config(&CompileReport::default()))
 }
 
 fn loc<'a>(m: &'a mut Module, name: &str) -> &'a mut MemoryLocation {
@@ -192,7 +193,7 @@ fn every_violation_is_returned_not_just_the_first() {
 #[test]
 fn a_bad_configuration_is_reported() {
     let ms = clean();
-    let mut cfg = opts().check_config();
+    let mut cfg = opts().check_config(&CompileReport::default());
     cfg.allreduce_buffer_size_mib = -5;
     assert!(check_modules(&ms, &cfg).iter().any(|x| matches!(x, IrViolation::BadConfig(_))));
 }

@@ -13,7 +13,7 @@ use lncsim_model::codegen::codegen;
 use lncsim_model::dram::{AllocError, DramError, check_modules};
 use lncsim_model::ir::{Module, Usage};
 use lncsim_model::marks::Recorder;
-use lncsim_model::pipeline::{PipelineError, PipelineOptions, compile};
+use lncsim_model::pipeline::{Compiled, PipelineError, PipelineOptions, compile};
 use lncsim_model::program::interleave::run_interleaved;
 use lncsim_model::program::{GenConfig, SizeClass, generate, interpret, seeded_inputs};
 use proptest::prelude::*;
@@ -41,8 +41,9 @@ fn delta() -> impl Strategy<Value = u64> {
     prop_oneof![Just(0u64), 1u64..4096]
 }
 
-fn assert_clean(compiled: &[Module], opts: &PipelineOptions) -> Result<(), TestCaseError> {
-    let v = check_modules(compiled, &opts.check_config());
+fn assert_clean(c: &Compiled, opts: &PipelineOptions) -> Result<(), TestCaseError> {
+    let compiled = &c.per_core;
+    let v = check_modules(compiled, &opts.check_config(&c.report));
     prop_assert!(v.is_empty(), "IR checker: {:#?}", v);
     for m in compiled {
         prop_assert!(m.verify().is_ok(), "{:?}", m.verify());
@@ -64,7 +65,7 @@ proptest! {
         shift_preplaced(&mut p, delta);
         let opts = PipelineOptions { allreduce_buffer_size_mib: allreduce, ..PipelineOptions::default() };
         let c = compile(&p, &opts).unwrap();
-        assert_clean(&c.per_core, &opts)?;
+        assert_clean(&c, &opts)?;
         let views = c.per_core.iter().flat_map(|m| &m.memlocs).filter(|l| l.remote_local_target.is_some()).count();
         prop_assert_eq!(c.report.synced.len(), views);
     }
@@ -84,7 +85,7 @@ proptest! {
             ..PipelineOptions::default()
         };
         match compile(&p, &opts) {
-            Ok(c) => assert_clean(&c.per_core, &opts)?,
+            Ok(c) => assert_clean(&c, &opts)?,
             Err(PipelineError::Dram { err: DramError::Alloc { err: AllocError::OutOfSpace { size, largest_gap, .. }, .. }, .. }) => {
                 prop_assert!(largest_gap < size);
             }
@@ -136,7 +137,7 @@ fn non_interfering_tensors_do_share_addresses() {
     for seed in 0..32 {
         let cfg = GenConfig::new(seed, 1 + (seed % 4) as u32, SizeClass::Small);
         let c = compile(&generate(&cfg), &PipelineOptions::default()).unwrap();
-        assert!(check_modules(&c.per_core, &PipelineOptions::default().check_config()).is_empty());
+        assert!(check_modules(&c.per_core, &PipelineOptions::default().check_config(&c.report)).is_empty());
         found += c.per_core.iter().filter(|m| reuses(m)).count();
     }
     assert!(found > 0, "no generated case reused an address");
@@ -161,7 +162,7 @@ fn the_seeds_branches_each_run_on_generated_programs() {
             ..PipelineOptions::default()
         };
         let c = compile(&p, &opts).unwrap();
-        assert!(check_modules(&c.per_core, &opts.check_config()).is_empty());
+        assert!(check_modules(&c.per_core, &opts.check_config(&c.report)).is_empty());
     }
     for mark in ["dram.early_exit", "dram.hwm_floor", "dram.page_straddle_bump", "dram.cc_region_retry"] {
         assert!(r.hits(mark) > 0, "mark {mark} never hit: {:?}", r.delta());

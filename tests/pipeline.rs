@@ -72,7 +72,7 @@ fn the_gate_removes_the_allocator_and_its_paired_passes_at_build_time() {
     let refused = c.per_core.iter().filter(|m| matches!(codegen(m), Err(CodegenError::Unallocated(_)))).count();
     assert!(refused > 0);
     // The IR checker sees them too.
-    let v = check_modules(&c.per_core, &disabled().check_config());
+    let v = check_modules(&c.per_core, &disabled().check_config(&c.report));
     assert!(!v.is_empty());
     // Enabled: the same program goes through codegen on every core.
     let c = compile(&program, &PipelineOptions::default()).unwrap();
@@ -85,7 +85,7 @@ fn the_gate_removes_the_allocator_and_its_paired_passes_at_build_time() {
         assert_eq!(m.functions[0].attrs.dram_alloc_ok, Some(true));
         codegen(m).unwrap();
     }
-    assert!(check_modules(&c.per_core, &PipelineOptions::default().check_config()).is_empty());
+    assert!(check_modules(&c.per_core, &PipelineOptions::default().check_config(&c.report)).is_empty());
 }
 
 #[test]

@@ -24,8 +24,8 @@
 
 use crate::dram::{
     AllocReport, AntiDepReport, DramError, DramOptions, HbmUsage, IrCheckConfig, SyncError, allocate_module,
-    allocate_shared, anti_dependency_analyzer_post_dram, anti_dependency_analyzer_post_shared_dram, hbm_usage,
-    shared::Synced, sync_shared_allocations,
+    allocate_shared, anti_dependency_analyzer_post_dram, anti_dependency_analyzer_post_shared_dram,
+    compact_core_cap_mib, hbm_usage, shared::Synced, sync_shared_allocations,
 };
 use std::path::PathBuf;
 
@@ -33,16 +33,24 @@ use crate::ir::Module;
 use crate::link::{LinkError, LinkOptions, PostLinkReport, TensorMap, link_with};
 use crate::split::{SplitError, split};
 
+/// `shared_core_cap_mib` value that asks for the computed compact slab size.
+pub const COMPACT_CORE_CAP: u64 = 0;
+
 /// The options that shape the pipeline.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PipelineOptions {
     /// `--disable-dram-allocation`: build the pipeline without the DRAM allocator passes.
     pub disable_dram_allocation: bool,
-    /// `--allreduce-buffer-size` in MiB (default 500); -1 = auto-size by `cc_buffer_size`.
+    /// `--allreduce-buffer-size` in MiB; -1 = auto-size by `cc_buffer_size`. lncsim's
+    /// default is -1 (auto), so device footprints follow the program; the seed's
+    /// compiler default, 500, is one flag away.
     pub allreduce_buffer_size_mib: i64,
     /// The per-core private DRAM window in bytes (default [`crate::dram::DEFAULT_DRAM_REGION`]).
     pub dram_region_bytes: u64,
-    /// `coreCap`: MiB of the shared region per core slab (default [`crate::dram::DEFAULT_SHARED_CORE_CAP_MIB`]).
+    /// Place under a compact window inside `dram_region_bytes` ([`crate::dram::compact_ceiling`]); default on.
+    pub compact_dram: bool,
+    /// `coreCap`: MiB of the shared region per core slab; [`COMPACT_CORE_CAP`] (the
+    /// default) computes the smallest slab that fits every core ([`crate::dram::compact_core_cap_mib`]).
     pub shared_core_cap_mib: u64,
     /// Root of the linker's sgLnk link directory; `None` writes nothing.
     pub link_dir: Option<PathBuf>,
@@ -53,9 +61,10 @@ impl Default for PipelineOptions {
         let d = DramOptions::default();
         PipelineOptions {
             disable_dram_allocation: false,
-            allreduce_buffer_size_mib: d.allreduce_buffer_size_mib,
+            allreduce_buffer_size_mib: -1,
             dram_region_bytes: d.region_ceiling,
-            shared_core_cap_mib: d.shared_core_cap_mib,
+            compact_dram: true,
+            shared_core_cap_mib: COMPACT_CORE_CAP,
             link_dir: None,
         }
     }
@@ -68,15 +77,22 @@ impl PipelineOptions {
             region_ceiling: self.dram_region_bytes,
             allreduce_buffer_size_mib: self.allreduce_buffer_size_mib,
             shared_core_cap_mib: self.shared_core_cap_mib,
+            compact: self.compact_dram,
         }
     }
 
-    /// The IR checker's configuration for modules this pipeline allocated.
-    pub fn check_config(&self) -> IrCheckConfig {
+    /// The IR checker's configuration for modules this pipeline allocated; `report`
+    /// supplies the `coreCap` the shared run used (computed in compact mode).
+    pub fn check_config(&self, report: &CompileReport) -> IrCheckConfig {
+        let cap = if self.shared_core_cap_mib == COMPACT_CORE_CAP {
+            report.shared_core_cap_mib
+        } else {
+            self.shared_core_cap_mib
+        };
         IrCheckConfig {
             region_ceiling: self.dram_region_bytes,
             allreduce_buffer_size_mib: self.allreduce_buffer_size_mib,
-            shared_core_cap_mib: self.shared_core_cap_mib,
+            shared_core_cap_mib: cap,
         }
     }
 }
@@ -183,6 +199,8 @@ pub struct CompileReport {
     pub anti_deps_post_shared_dram: Vec<Vec<AntiDepReport>>,
     /// HBM placed over all cores, shared bytes counted once.
     pub hbm: HbmUsage,
+    /// The `coreCap` (MiB) the shared run used (the computed one in compact mode).
+    pub shared_core_cap_mib: u64,
     /// The linker's post-link report (`None` when the link pass did not run).
     pub link: Option<PostLinkReport>,
 }
@@ -230,7 +248,7 @@ impl Pipeline {
 
     /// Runs every pass before `link` on `program`: the finished per-core modules.
     pub fn run_per_core(&self, program: &Module) -> Result<(Vec<Module>, CompileReport), PipelineError> {
-        let dram = self.opts.dram();
+        let mut dram = self.opts.dram();
         let mut report = CompileReport::default();
         let mut per_core: Option<Vec<Module>> = None;
         for &pass in &self.passes {
@@ -252,6 +270,10 @@ impl Pipeline {
                     }
                 }
                 Pass::DramShared => {
+                    if dram.shared_core_cap_mib == COMPACT_CORE_CAP {
+                        dram.shared_core_cap_mib = compact_core_cap_mib(modules, &dram).map_err(err(0))?;
+                    }
+                    report.shared_core_cap_mib = dram.shared_core_cap_mib;
                     for (core, m) in modules.iter_mut().enumerate() {
                         report.dram_shared.push(allocate_shared(m, &dram).map_err(err(core))?);
                     }

@@ -179,11 +179,18 @@ mod tests {
             engines: Vec::new(),
             vars: vars
                 .into_iter()
-                .map(|(pa, size)| VarImage { name: "v".into(), kind: VarKind::Scratch, pa, size })
+                .map(|(pa, size)| VarImage {
+                    name: "v".into(),
+                    kind: VarKind::Scratch,
+                    pa,
+                    size,
+                    var_type: lncsim_model::neff::manifest::VarType::TmpBuf,
+                })
                 .collect(),
             queues: Vec::new(),
             semaphores: 5,
             barrier_groups: Default::default(),
+            isa: lncsim_model::load::Isa::Lncsim,
         }
     }
 

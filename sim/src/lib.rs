@@ -24,9 +24,11 @@
 //! # Ok(()) }
 //! ```
 //!
-//! [`tnc`] steps the TNC parse cache with the same kind of seeded scheduler;
-//! [`testkit`] stages codegen output on a plain in-memory device for tests
-//! and benchmarks until the real loader is used.
+//! [`device`] is the simulated device (HBM, first-fit allocator, fault plan)
+//! that implements the loader's [`lncsim_model::load::Device`]; [`tnc`] steps
+//! the TNC parse cache with the same kind of seeded scheduler; [`testkit`]
+//! stages codegen output on a plain in-memory device, a differential check of
+//! the real loader.
 
 mod arith;
 mod barrier;
@@ -34,6 +36,7 @@ pub mod chrome;
 pub mod config;
 pub mod cost;
 mod decode;
+pub mod device;
 mod engine;
 mod equalize;
 mod exec;

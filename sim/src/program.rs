@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use lncsim_model::codegen::record::{DESCRIPTOR_SIZE, DeviceDescriptor, RECORD_SIZE};
 use lncsim_model::ir::Engine;
-use lncsim_model::load::{CoreImage, Device};
+use lncsim_model::load::{CoreImage, Device, Isa};
 
 use crate::SimError;
 use crate::cost::CostModel;
@@ -85,6 +85,12 @@ impl Program {
         let mut streams = Vec::new();
         let mut cores = Vec::new();
         for (ci, img) in images.iter().enumerate() {
+            if img.isa != Isa::Lncsim {
+                return Err(SimError::BadImage(format!(
+                    "core {}: the streams are in the {:?} instruction set, which the simulator does not execute",
+                    img.core, img.isa
+                )));
+            }
             let order: Vec<Engine> = img.engines.iter().map(|s| s.engine).collect();
             if order != Engine::ALL {
                 return Err(SimError::BadImage(format!(

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use super::{CliError, bench_alloc, bench_link, bench_neff, bench_sim};
+use super::{CliError, bench_alloc, bench_link, bench_load, bench_neff, bench_sim};
 
 /// The benchmarks.
 #[derive(Debug, Subcommand)]
@@ -18,6 +18,8 @@ pub enum BenchCommand {
     Link(bench_link::BenchLinkArgs),
     /// Full NEFF parse vs bare flate2 + tar inflate-and-walk of the same ~50 MB NEFF.
     Neff(bench_neff::BenchNeffArgs),
+    /// nrt_load + nrt_unload of an 8-core NEFF (loads/s), and one 256-subgraph load (the fan-out limit).
+    Load(bench_load::BenchLoadArgs),
     /// The simulator: simulated instructions/s and events/s on a generated
     /// workload, and the overhead against a bare event loop of the same events.
     Sim(bench_sim::BenchSimArgs),
@@ -29,6 +31,7 @@ pub fn run(c: BenchCommand) -> Result<ExitCode, CliError> {
         BenchCommand::Alloc(a) => bench_alloc::run(&a),
         BenchCommand::Link(a) => bench_link::run(&a),
         BenchCommand::Neff(a) => bench_neff::run(a),
+        BenchCommand::Load(a) => bench_load::run(a),
         BenchCommand::Sim(a) => bench_sim::run(&a),
     }
 }

@@ -261,7 +261,7 @@ fn bench_ir_driver(args: &BenchAllocArgs, missed: &mut Vec<String>) {
             missed.push(format!("{size:?}: compile failed"));
             continue;
         };
-        if !check_modules(&c.per_core, &opts.check_config()).is_empty() {
+        if !check_modules(&c.per_core, &opts.check_config(&c.report)).is_empty() {
             missed.push(format!("{size:?}: the IR checker rejects the compiled modules"));
         }
         let Ok(split) = lncsim_model::split::split(&p) else { continue };

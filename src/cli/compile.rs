@@ -35,16 +35,20 @@ pub struct CompileArgs {
     /// Build the pipeline without the DRAM allocator passes (and their anti-dependency passes).
     #[arg(long)]
     pub disable_dram_allocation: bool,
-    /// CC-buffer region per core in MiB (default 500); -1 sizes it from the collective operands.
-    #[arg(long, default_value_t = 500, allow_negative_numbers = true,
+    /// CC-buffer region per core in MiB; -1 (lncsim's default) sizes it from the collective
+    /// operands; 500 is the compiler's default.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true,
           value_parser = clap::value_parser!(i64).range(-1..=(1 << 24)))]
     pub allreduce_buffer_size: i64,
     /// Per-core private DRAM window (region ceiling) in MiB.
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=(1 << 24)))]
     pub dram_region_mib: u64,
-    /// Shared-region slab per core (coreCap) in MiB.
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=(1 << 24)))]
+    /// Shared-region slab per core (coreCap) in MiB; 0 (the default) computes the smallest slab that fits.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=(1 << 24)))]
     pub shared_core_cap_mib: u64,
+    /// Place under the whole window, as the seed does, instead of a compact window inside it.
+    #[arg(long)]
+    pub dram_window_exact: bool,
     /// Also print every allocated per-core module before the linked one (text output).
     #[arg(long)]
     pub per_core: bool,
@@ -112,6 +116,7 @@ pub fn run(a: CompileArgs) -> Result<ExitCode, CliError> {
         disable_dram_allocation: a.disable_dram_allocation,
         allreduce_buffer_size_mib: a.allreduce_buffer_size,
         dram_region_bytes: a.dram_region_mib << 20,
+        compact_dram: !a.dram_window_exact,
         shared_core_cap_mib: a.shared_core_cap_mib,
         link_dir: a.link_dir.clone(),
     };
@@ -119,7 +124,10 @@ pub fn run(a: CompileArgs) -> Result<ExitCode, CliError> {
     let mut violations: Vec<String> = if a.disable_dram_allocation {
         Vec::new()
     } else {
-        check_modules(&compiled.per_core, &opts.check_config()).iter().map(|v| format!("IR checker: {v}")).collect()
+        check_modules(&compiled.per_core, &opts.check_config(&compiled.report))
+            .iter()
+            .map(|v| format!("IR checker: {v}"))
+            .collect()
     };
     violations.extend(check_link(&compiled.per_core, &compiled.linked).iter().map(|v| format!("link checker: {v}")));
     let r = &compiled.report;

@@ -34,8 +34,9 @@ pub struct LinkArgs {
     /// Build the per-core pipeline without the DRAM allocator passes (tensors stay unaddressed).
     #[arg(long, conflicts_with = "modules")]
     pub disable_dram_allocation: bool,
-    /// CC-buffer region per core in MiB (default 500); -1 sizes it from the collective operands.
-    #[arg(long, default_value_t = 500, allow_negative_numbers = true, conflicts_with = "modules",
+    /// CC-buffer region per core in MiB; -1 (lncsim's default) sizes it from the collective
+    /// operands; 500 is the compiler's default.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true, conflicts_with = "modules",
           value_parser = clap::value_parser!(i64).range(-1..=(1 << 24)))]
     pub allreduce_buffer_size: i64,
     /// Print `{"report": ..., "module": "<text>"}` as JSON instead of the text dump.

@@ -9,6 +9,7 @@ mod alloc;
 mod bench;
 mod bench_alloc;
 mod bench_link;
+mod bench_load;
 mod bench_neff;
 mod bench_sim;
 mod compile;
@@ -16,8 +17,10 @@ mod fmt;
 mod gen_cmd;
 mod interp;
 mod link;
+mod load;
 mod neff;
 mod neff_inspect;
+mod neff_pack;
 mod neff_unpack;
 mod run;
 mod split;
@@ -56,6 +59,8 @@ pub enum Command {
     /// The NEFF container: inspect, unpack (and later pack).
     #[command(subcommand)]
     Neff(neff::NeffCommand),
+    /// Load a NEFF onto a fresh simulated device (nrt_load, S0-S5) and report every stage.
+    Load(load::LoadArgs),
     /// Benchmarks that print their figures and target comparisons.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -139,6 +144,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Compile(a) => compile::run(a),
         Command::Run(a) => run::run(a),
         Command::Neff(c) => neff::run(c),
+        Command::Load(a) => load::run(a),
         Command::Bench(c) => bench::run(c),
         Command::Alloc(a) => alloc::run(&a),
         Command::Link(a) => link::run(a),

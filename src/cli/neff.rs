@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::Subcommand;
 
 use super::CliError;
-use super::{neff_inspect, neff_unpack};
+use super::{neff_inspect, neff_pack, neff_unpack};
 
 /// The `neff` subcommands.
 #[derive(Debug, Subcommand)]
@@ -14,7 +14,8 @@ pub enum NeffCommand {
     Inspect(neff_inspect::InspectArgs),
     /// Extract a NEFF's members into a directory (never writing outside it).
     Unpack(neff_unpack::UnpackArgs),
-    // `pack` (codegen + packager, issue 5 items 4-6) is added here: `Pack(neff_pack::PackArgs)`.
+    /// Split, allocate, link, codegen and package a program into a NEFF.
+    Pack(neff_pack::PackArgs),
 }
 
 /// Runs one `neff` subcommand.
@@ -22,5 +23,6 @@ pub fn run(c: NeffCommand) -> Result<ExitCode, CliError> {
     match c {
         NeffCommand::Inspect(a) => neff_inspect::run(a),
         NeffCommand::Unpack(a) => neff_unpack::run(a),
+        NeffCommand::Pack(a) => neff_pack::run(a),
     }
 }

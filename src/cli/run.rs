@@ -86,7 +86,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode, CliError> {
         c.report.hbm.total,
         c.linked.name
     );
-    let ir = check_modules(&c.per_core, &opts.check_config());
+    let ir = check_modules(&c.per_core, &opts.check_config(&c.report));
     let link = check_link(&c.per_core, &c.linked);
     failed.extend(ir.iter().map(|v| format!("IR checker: {v}")));
     failed.extend(link.iter().map(|v| format!("link checker: {v}")));

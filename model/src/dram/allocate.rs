@@ -37,7 +37,7 @@ use std::collections::BTreeSet;
 use super::config::{AllocConfig, DEFAULT_ALLREDUCE_BUFFER_SIZE_MIB, Order};
 use super::error::AllocError;
 use super::liveness::{IrProblem, build_problem, touched};
-use super::problem::{DRAM_PAGE, high_water_mark, round_up};
+use super::problem::{DRAM_PAGE, Problem, high_water_mark, round_up};
 use super::select::{Allocation, Metrics, allocate};
 use crate::ir::{MemLocId, MemType, MemoryLocation, Module, Usage};
 
@@ -60,6 +60,8 @@ pub struct DramOptions {
     pub allreduce_buffer_size_mib: i64,
     /// `coreCap`: MiB of the shared region per core slab.
     pub shared_core_cap_mib: u64,
+    /// Place under a compact window instead of the whole `region_ceiling` (see [`compact_ceiling`]).
+    pub compact: bool,
 }
 
 impl Default for DramOptions {
@@ -68,8 +70,29 @@ impl Default for DramOptions {
             region_ceiling: DEFAULT_DRAM_REGION,
             allreduce_buffer_size_mib: DEFAULT_ALLREDUCE_BUFFER_SIZE_MIB,
             shared_core_cap_mib: DEFAULT_SHARED_CORE_CAP_MIB,
+            compact: false,
         }
     }
+}
+
+/// The compact window (lncsim's choice; the seed's window comes from an HBM
+/// geometry page we do not have): the smallest ceiling under which every
+/// candidate fits even with no reuse at all, plus the CC-buffer region on top:
+/// `find_start_addr(hwm) + sum(aligned sizes) + cc_limit`, page-rounded, never
+/// above `window`. Placement then stays proportional to the program instead of
+/// spreading up to the window's top (where the seed's CC region sits), which
+/// keeps device carve-outs small. The ceiling used is recorded in
+/// `FuncAttrs::dram_region_ceiling` so checkers read it instead of recomputing it.
+pub fn compact_ceiling(config: &AllocConfig, problem: &Problem, window: u64) -> Result<u64, AllocError> {
+    let start = super::problem::find_start_addr(config.hwm);
+    let cc = super::config::regions(config, problem)?.cc_limit;
+    let sum = problem
+        .locations
+        .iter()
+        .try_fold(0u64, |acc, l| round_up(l.byte_size.max(1), l.alignment.max(1)).and_then(|s| acc.checked_add(s)))
+        .ok_or(AllocError::CcSizeOverflow)?;
+    let tight = start.checked_add(sum).and_then(|v| v.checked_add(cc)).and_then(|v| round_up(v, DRAM_PAGE));
+    Ok(tight.map_or(window, |t| t.max(start + DRAM_PAGE).min(window)))
 }
 
 /// The address space a run places into (the seed's ctor `from_space`).
@@ -248,17 +271,22 @@ pub fn allocate_function(m: &mut Module, fi: usize, opts: &DramOptions) -> Resul
     .map_err(alloc_err)?;
     account(m, space, &candidates, &mut report);
     let ir = build_problem(m, &m.functions[fi], |id| candidates.contains(&id));
-    let config = AllocConfig {
+    let mut config = AllocConfig {
         page: DRAM_PAGE,
         hwm,
         region_ceiling: opts.region_ceiling,
         allreduce_buffer_size_mib: opts.allreduce_buffer_size_mib,
         order: Order::Seed,
     };
+    if opts.compact {
+        config.region_ceiling = compact_ceiling(&config, &ir.problem, opts.region_ceiling).map_err(alloc_err)?;
+        report.region_ceiling = config.region_ceiling;
+    }
     let alloc = place(m, fi, &ir, &config, space)?;
     write_back(m, &ir, &alloc, 0);
     let attrs = &mut m.functions[fi].attrs;
     attrs.dram_alloc_ok = Some(true);
+    attrs.dram_region_ceiling = Some(config.region_ceiling);
     attrs.reserved_space = Some(alloc.metrics.reserved_space);
     attrs.real_cc_buffer_size = Some(alloc.metrics.real_cc_buffer_size);
     report.placed = ir.locs.len();

@@ -254,7 +254,19 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
                     private.push(id);
                 }
             }
-            let region = Region { core, floor, ceiling: cfg.region_ceiling, region_lo: 0 };
+            // A compact run records the window it placed under; it must lie inside the configured one.
+            let ceiling = match f.attrs.dram_region_ceiling {
+                Some(c) if c > cfg.region_ceiling => {
+                    out.push(IrViolation::BadConfig(format!(
+                        "core {core}: recorded dram_region_ceiling {c:#x} is above the window {:#x}",
+                        cfg.region_ceiling
+                    )));
+                    cfg.region_ceiling
+                }
+                Some(c) => c,
+                None => cfg.region_ceiling,
+            };
+            let region = Region { core, floor, ceiling, region_lo: 0 };
             check_region(m, f, &private, &region, cfg, &mut out);
             let region = Region { core, floor: slab_lo, ceiling: slab_hi, region_lo: slab_lo };
             check_region(m, f, &shared, &region, cfg, &mut out);

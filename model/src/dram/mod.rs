@@ -43,6 +43,7 @@ pub mod svg;
 
 pub use allocate::{
     AllocReport, DEFAULT_DRAM_REGION, DEFAULT_SHARED_CORE_CAP_MIB, DramError, DramOptions, Space, allocate_module,
+    compact_ceiling,
 };
 pub use anti_deps::{AntiDepReport, anti_dependency_analyzer_post_dram, anti_dependency_analyzer_post_shared_dram};
 pub use checker::{Violation, check};
@@ -56,5 +57,6 @@ pub use problem::{
 pub use renumber::{Info, Renumbered, renumber_locations};
 pub use select::{Allocation, Metrics, Oracle, allocate, allocate_naive, allocate_using};
 pub use shared::{
-    HbmUsage, SyncError, allocate_shared, hbm_usage, set_is_shared_post_dram_alloc, sync_shared_allocations,
+    HbmUsage, SyncError, allocate_shared, compact_core_cap_mib, hbm_usage, set_is_shared_post_dram_alloc,
+    sync_shared_allocations,
 };

@@ -55,6 +55,41 @@ pub fn slab(core: u32, cap_mib: u64) -> Result<(u64, u64), DramError> {
     Ok((base, cap))
 }
 
+/// The compact slab size (lncsim's choice, like [`super::compact_ceiling`] for
+/// the private run): the largest, over cores, of what its owned shared tensors
+/// need with no reuse plus its CC limit, rounded up to whole MiB (at least 1).
+/// Every core's slab gets this size, so slab bases stay `core * coreCap`.
+pub fn compact_core_cap_mib(modules: &[Module], opts: &DramOptions) -> Result<u64, DramError> {
+    let mut need = DRAM_PAGE;
+    for m in modules {
+        for fi in 0..m.functions.len() {
+            let owned: BTreeSet<MemLocId> = unaddressed_in(m, fi, Space::Shared)
+                .into_iter()
+                .filter(|&id| m.loc(id).remote_local_target.is_none())
+                .collect();
+            if owned.is_empty() {
+                continue;
+            }
+            let mut ir = build_problem(m, &m.functions[fi], |id| owned.contains(&id));
+            extend_shared_lifetimes(&mut ir);
+            let config = AllocConfig {
+                page: DRAM_PAGE,
+                hwm: 0,
+                region_ceiling: u64::MAX,
+                allreduce_buffer_size_mib: opts.allreduce_buffer_size_mib,
+                order: Order::Seed,
+            };
+            let c = super::compact_ceiling(&config, &ir.problem, u64::MAX).map_err(|err| DramError::Alloc {
+                func: m.functions[fi].name.clone(),
+                space: Space::Shared,
+                err,
+            })?;
+            need = need.max(c);
+        }
+    }
+    Ok(need.div_ceil(1 << 20))
+}
+
 /// Makes every location of `ir` live from its first def to the end of the function.
 pub fn extend_shared_lifetimes(ir: &mut IrProblem) {
     let end = ir.num_insts.saturating_sub(1);

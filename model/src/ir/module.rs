@@ -320,6 +320,8 @@ pub struct FuncAttrs {
     pub reserved_space: Option<u64>,
     /// FunctionAttribute key 13: the real CC buffer size, bytes.
     pub real_cc_buffer_size: Option<u64>,
+    /// The private DRAM region ceiling the allocator placed under (its compact window).
+    pub dram_region_ceiling: Option<u64>,
 }
 
 /// A basic block: a name and its instructions in order.

@@ -164,6 +164,7 @@ fn statement(c: &mut Cursor<'_>, raw: &mut Raw) -> Result<(), ParseError> {
                 "dram_alloc_ok" => f.attrs.dram_alloc_ok = Some(c.bool()?),
                 "reserved_space" => f.attrs.reserved_space = Some(c.u64()?),
                 "real_cc_buffer_size" => f.attrs.real_cc_buffer_size = Some(c.u64()?),
+                "dram_region_ceiling" => f.attrs.dram_region_ceiling = Some(c.u64()?),
                 w => return c.fail_prev(format!("unknown function attribute `{w}`")),
             }
         }

@@ -109,6 +109,9 @@ fn print_func(w: &mut String, m: &Module, f: &Function) {
     if let Some(r) = a.real_cc_buffer_size {
         let _ = write!(w, " real_cc_buffer_size {r}");
     }
+    if let Some(r) = a.dram_region_ceiling {
+        let _ = write!(w, " dram_region_ceiling {r:#x}");
+    }
     w.push('\n');
     if !f.args.is_empty() {
         let args: Vec<String> = f.args.iter().map(|&id| loc_name(m, id)).collect();

@@ -51,4 +51,59 @@ pub trait Device: Sync {
     fn copy_out(&self, pa: u64, len: u64) -> Result<Vec<u8>, DeviceError>;
     /// Number of live allocations (a test asserts a failed load leaves none).
     fn live_allocations(&self) -> usize;
+    /// Physical cores per logical NeuronCore (vnc): the runtime's
+    /// `virtual_core_size` (seed 002, S0). Defaults to 1 (no LNC grouping).
+    fn lnc_size(&self) -> u32 {
+        1
+    }
+}
+
+/// A shared reference to a device is a device (so a runtime can borrow one).
+impl<T: Device + ?Sized> Device for &T {
+    fn num_tpbs(&self) -> u32 {
+        (**self).num_tpbs()
+    }
+    fn mem_alloc(&self, tpb: u32, size: u64, align: u64) -> Result<u64, DeviceError> {
+        (**self).mem_alloc(tpb, size, align)
+    }
+    fn mem_free(&self, pa: u64) -> Result<(), DeviceError> {
+        (**self).mem_free(pa)
+    }
+    fn copy_in(&self, tpb: u32, pa: u64, data: &[u8]) -> Result<(), DeviceError> {
+        (**self).copy_in(tpb, pa, data)
+    }
+    fn copy_out(&self, pa: u64, len: u64) -> Result<Vec<u8>, DeviceError> {
+        (**self).copy_out(pa, len)
+    }
+    fn live_allocations(&self) -> usize {
+        (**self).live_allocations()
+    }
+    fn lnc_size(&self) -> u32 {
+        (**self).lnc_size()
+    }
+}
+
+/// A shared device (`Arc`) is a device (so a runtime and a simulator can both hold it).
+impl<T: Device + Send + ?Sized> Device for std::sync::Arc<T> {
+    fn num_tpbs(&self) -> u32 {
+        (**self).num_tpbs()
+    }
+    fn mem_alloc(&self, tpb: u32, size: u64, align: u64) -> Result<u64, DeviceError> {
+        (**self).mem_alloc(tpb, size, align)
+    }
+    fn mem_free(&self, pa: u64) -> Result<(), DeviceError> {
+        (**self).mem_free(pa)
+    }
+    fn copy_in(&self, tpb: u32, pa: u64, data: &[u8]) -> Result<(), DeviceError> {
+        (**self).copy_in(tpb, pa, data)
+    }
+    fn copy_out(&self, pa: u64, len: u64) -> Result<Vec<u8>, DeviceError> {
+        (**self).copy_out(pa, len)
+    }
+    fn live_allocations(&self) -> usize {
+        (**self).live_allocations()
+    }
+    fn lnc_size(&self) -> u32 {
+        (**self).lnc_size()
+    }
 }

@@ -8,6 +8,17 @@ use std::collections::BTreeMap;
 
 use crate::codegen::VarKind;
 use crate::ir::Engine;
+use crate::neff::manifest::VarType;
+
+/// Which instruction set a core's streams are in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Isa {
+    /// lncsim's 64-byte records (`codegen::record`): decoded, relocated, executable.
+    Lncsim,
+    /// The real Neuron ISA: staged as opaque instruction memory, not relocated,
+    /// not executable here (only its DMA descriptors were relocated).
+    Opaque,
+}
 
 /// One engine's staged instruction stream and DMA ring.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,6 +54,13 @@ pub struct VarImage {
     pub pa: u64,
     /// Size in bytes.
     pub size: u64,
+    /// The `def.json` type as read. `kind` is exact for the types codegen
+    /// writes; a type it never writes (`state-buffer`, `dge-table`,
+    /// `pointer`, unknown, or a gap in the var_ids) is not in HBM: `kind` is
+    /// `VarKind::Scratch`, `pa` and `size` are 0. A `virtual` var with no
+    /// `backing_variable` lives in the core's implicit scratchpad and has
+    /// `VarKind::Virtual { backing: u32::MAX, .. }`.
+    pub var_type: VarType,
 }
 
 /// One loaded core (the per-physical-core `model_t`, as far as execution needs it).
@@ -62,4 +80,6 @@ pub struct CoreImage {
     pub semaphores: u32,
     /// Participants of each barrier group the core arrives at.
     pub barrier_groups: BTreeMap<u32, Vec<u32>>,
+    /// The streams' instruction set: only [`Isa::Lncsim`] images are executable.
+    pub isa: Isa,
 }

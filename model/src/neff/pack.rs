@@ -14,7 +14,9 @@
 //! | `Virtual` | `virtual`, `backing_variable` + `backing_variable_off` |
 //!
 //! `def.json` also carries `runtime_semaphore_count` and `barrier_groups`
-//! (group -> participant cores), which the loader hands to the simulator.
+//! (group -> participant cores), which the loader hands to the simulator, and
+//! each `dma_queue` entry its `queue_index` (the index DMA and switch-queue
+//! records use; def.json keys queues by name, which would lose it).
 //! The header's UUID is derived from `seed` and the content, so the same
 //! module and seed give a byte-identical NEFF.
 
@@ -34,6 +36,8 @@ pub const VNC_SHARED_KEY: &str = "vnc_shared";
 pub const BARRIER_GROUPS_KEY: &str = "barrier_groups";
 /// The `def.json` key with the number of semaphores a core uses.
 pub const SEMAPHORES_KEY: &str = "runtime_semaphore_count";
+/// The `def.json` `dma_queue` key with a queue's index on its core.
+pub const QUEUE_INDEX_KEY: &str = "queue_index";
 /// The kelf target written by the packager.
 pub const TARGET: &str = "cayman";
 
@@ -215,7 +219,8 @@ fn def_json(code: &CoreCode, lnc_size: u32) -> (DefJson, Weights) {
     let dma_queue = code
         .queues
         .iter()
-        .map(|q| {
+        .enumerate()
+        .map(|(i, q)| {
             let set: Vec<u32> = (next_sem..next_sem + q.semaphores).collect();
             next_sem += q.semaphores;
             let dq = DmaQueue {
@@ -224,7 +229,7 @@ fn def_json(code: &CoreCode, lnc_size: u32) -> (DefJson, Weights) {
                 owner: q.owner.key().into(),
                 semaphore_set: set,
                 fabric_path: Some("main".into()),
-                extra: [("instances".to_string(), json!(q.instances))].into(),
+                extra: [("instances".to_string(), json!(q.instances)), (QUEUE_INDEX_KEY.to_string(), json!(i))].into(),
             };
             (q.name.clone(), dq)
         })

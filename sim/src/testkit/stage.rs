@@ -13,7 +13,8 @@ use lncsim_model::codegen::record::{
 };
 use lncsim_model::codegen::{CoreCode, VarKind};
 use lncsim_model::ir::init_value;
-use lncsim_model::load::{CoreImage, Device, DeviceError, StreamImage, VarImage};
+use lncsim_model::load::{CoreImage, Device, DeviceError, Isa, StreamImage, VarImage};
+use lncsim_model::neff::manifest::VarType;
 
 /// Why staging failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -29,6 +30,17 @@ pub enum StageError {
         /// What is wrong.
         why: String,
     },
+}
+
+/// The `def.json` type the packager writes for a var of `kind`.
+fn var_type(kind: &VarKind) -> VarType {
+    match kind {
+        VarKind::Input => VarType::Input,
+        VarKind::Output => VarType::Output,
+        VarKind::File { .. } => VarType::File,
+        VarKind::Scratch | VarKind::SharedScratch => VarType::TmpBuf,
+        VarKind::Virtual { .. } => VarType::Virtual,
+    }
 }
 
 /// Memory operand slots of an opcode.
@@ -174,7 +186,7 @@ pub fn stage(device: &dyn Device, codes: &[CoreCode]) -> Result<Vec<CoreImage>, 
             .vars
             .iter()
             .zip(&pas)
-            .map(|(v, &pa)| VarImage { name: v.name.clone(), kind: v.kind.clone(), pa, size: v.size })
+            .map(|(v, &pa)| VarImage { name: v.name.clone(), kind: v.kind.clone(), pa, size: v.size, var_type: var_type(&v.kind) })
             .collect();
         images.push(CoreImage {
             core: code.core,
@@ -184,6 +196,7 @@ pub fn stage(device: &dyn Device, codes: &[CoreCode]) -> Result<Vec<CoreImage>, 
             queues: code.queues.iter().map(|q| q.name.clone()).collect(),
             semaphores: code.semaphores,
             barrier_groups: code.barrier_groups.clone(),
+            isa: Isa::Lncsim,
         });
     }
     Ok(images)

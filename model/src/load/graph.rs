@@ -1,0 +1,259 @@
+//! S1 `neff_parse` and S2 (seed 002, "Stage 2 — JSON Graph and KELF Parse"):
+//! `parse_neff_json`, `dlr_kelf_load` -> `kelf_load` (arch gate, one
+//! `construct_kbin` per graph), `kelf_resolve_vtpb_remote_variables` and the
+//! logical-core rule. Pure host work, no device.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::error::{LoadError, Stage};
+use super::image::Isa;
+use super::kbin::{Kbin, Place, construct_kbin};
+use crate::codegen::VarKind;
+use crate::marks;
+use crate::neff::manifest::{Arch, Target, VarType};
+use crate::neff::neff_file::{KELP_JSON, NEFF_JSON};
+use crate::neff::{Container, Neff, ReadOptions, read_container};
+use crate::split::view_name;
+
+/// The fan-out limit: `kelf_model_add_thread_args_t[256]` on the joiner's stack.
+pub const MAX_KBINS: usize = 256;
+/// `info.json` `tool_version` prefix of NEFFs whose streams are lncsim records.
+pub const LNCSIM_TOOL: &str = "lncsim";
+
+/// `neff_load_info_t`: what the TNC caches, the S1 parse (the container's members).
+#[derive(Debug)]
+pub struct NeffLoadInfo {
+    /// The parsed container.
+    pub container: Container,
+}
+
+/// S1 `neff_parse`: hash check (when asked), inflate, tar walk.
+pub fn neff_parse(buf: &[u8], verify_hash: bool) -> Result<NeffLoadInfo, LoadError> {
+    let opts = ReadOptions { verify_hash, ..ReadOptions::default() };
+    let container = read_container(buf, &opts).map_err(|e| LoadError::neff(Stage::S1Parse, &e))?;
+    Ok(NeffLoadInfo { container })
+}
+
+/// An input or output var as the subgraphs declare it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IoVar {
+    /// `input` or `output`.
+    pub var_type: VarType,
+    /// Bytes.
+    pub size: u64,
+    /// Alignment.
+    pub align: u64,
+    /// The subgraphs declaring it.
+    pub sgs: Vec<u32>,
+}
+
+/// A cross-subgraph (LNC) variable: one tensor in the shared region, owned by
+/// one subgraph and viewed by others under `<name>_in<core>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemoteVar {
+    /// The owner's var name.
+    pub name: String,
+    /// The owning subgraph.
+    pub owner: u32,
+    /// Offset in the shared region.
+    pub offset: u64,
+    /// Bytes.
+    pub size: u64,
+    /// `(subgraph, var name)` of every view.
+    pub views: Vec<(u32, String)>,
+}
+
+/// `kelf_nn_t`: the KBINs of one NEFF and what joins them.
+#[derive(Clone, Debug)]
+pub struct KelfNn {
+    /// The kelf target.
+    pub target: Target,
+    /// The streams' instruction set.
+    pub isa: Isa,
+    /// One per kelf graph, in kelf order.
+    pub kbins: Vec<Kbin>,
+    /// Input and output vars by name (one device buffer each per load).
+    pub io: BTreeMap<String, IoVar>,
+    /// `neff.json` inputs (the `null` nodes), in graph order.
+    pub inputs: Vec<String>,
+    /// `neff.json` outputs (the `__kelf` node's `output_names`), deduplicated, in order.
+    pub outputs: Vec<String>,
+    /// Cross-subgraph variables.
+    pub remote_vars: Vec<RemoteVar>,
+    /// Bytes of the load's shared region: the largest `vnc_shared` tmp-buf.
+    pub shared_size: u64,
+}
+
+/// `parse_neff_json`'s guard: `neff.json` (or the legacy `kelp.json`) must
+/// exist, else "Invalid NN: %s, neff.json is missing". The JSON itself is
+/// read by [`Neff::from_container`], and the IO maps by [`dlr_kelf_load`].
+pub fn parse_neff_json(c: &Container, nn: &str) -> Result<(), LoadError> {
+    if c.members.contains(NEFF_JSON) {
+        return Ok(());
+    }
+    if c.members.contains(KELP_JSON) {
+        marks::hit("load.s2.kelp_json");
+        return Ok(());
+    }
+    marks::hit("load.s2.neff_json_missing");
+    Err(LoadError::invalid(Stage::S2Graph, format!("Invalid NN: {nn}, neff.json is missing")))
+}
+
+fn io_names(neff: &Neff) -> (Vec<String>, Vec<String>) {
+    let mut inputs = Vec::new();
+    let mut outputs = Vec::new();
+    for n in &neff.neff_json.nodes {
+        let names = || n.extra.get("output_names").and_then(Value::as_array).into_iter().flatten();
+        if n.op == "null" {
+            inputs.push(n.name.clone());
+        } else if n.attrs.get("func_name").and_then(Value::as_str) == Some("__kelf") {
+            for o in names().filter_map(Value::as_str) {
+                if !outputs.iter().any(|x| x == o) {
+                    outputs.push(o.to_owned());
+                }
+            }
+        }
+    }
+    (inputs, outputs)
+}
+
+/// S2 whole: `parse_neff_json`, then `dlr_kelf_load` on the full read of the manifests.
+pub fn parse_graph(info: &NeffLoadInfo, nn: &str, arch: Arch, vnc_size: u32) -> Result<KelfNn, LoadError> {
+    parse_neff_json(&info.container, nn)?;
+    let neff = Neff::from_container(info.container.clone()).map_err(|e| LoadError::neff(Stage::S2Graph, &e))?;
+    dlr_kelf_load(&neff, arch, vnc_size)
+}
+
+/// `dlr_kelf_load`: `kelf_load`, `kelf_resolve_vtpb_remote_variables`, and
+/// `vtpb_ptpb_num_cores_to_vtpb_num_cores` (require 1 logical core).
+pub fn dlr_kelf_load(neff: &Neff, arch: Arch, vnc_size: u32) -> Result<KelfNn, LoadError> {
+    let (target, isa, kbins) = kelf_load(neff, arch)?;
+    let (io, remote_vars, shared_size) = kelf_resolve_vtpb_remote_variables(&kbins)?;
+    vtpb_ptpb_num_cores_to_vtpb_num_cores(kbins.len(), vnc_size)?;
+    let (inputs, outputs) = io_names(neff);
+    for n in inputs.iter().chain(&outputs) {
+        if !io.contains_key(n) {
+            return Err(LoadError::invalid(
+                Stage::S2Graph,
+                format!("neff.json names {n:?}, which no subgraph declares"),
+            ));
+        }
+    }
+    Ok(KelfNn { target, isa, kbins, io, inputs, outputs, remote_vars, shared_size })
+}
+
+/// `kelf_load` (`kelf::kelf::load`): the arch gate, the ISA, one `construct_kbin` per graph.
+///
+/// Choice: the ISA is lncsim's when `info.json`'s `tool_version` starts with
+/// `lncsim` (what the packager writes), else the real one (streams staged
+/// opaque). Deciding per NEFF, not per record, means a real stream that
+/// happens to decode is never half-relocated.
+pub fn kelf_load(neff: &Neff, arch: Arch) -> Result<(Target, Isa, Vec<Kbin>), LoadError> {
+    neff.target.check(arch).map_err(|e| {
+        marks::hit("load.s2.arch_gate");
+        LoadError::neff(Stage::S2Graph, &e)
+    })?;
+    let n = neff.subgraphs.len();
+    if n == 0 || n > MAX_KBINS {
+        return Err(LoadError::invalid(Stage::S2Graph, format!("{n} subgraphs; 1..={MAX_KBINS} are supported")));
+    }
+    let tool = neff.info.as_ref().and_then(|i| i.tool_version.as_deref()).unwrap_or("");
+    let isa = if tool.starts_with(LNCSIM_TOOL) { Isa::Lncsim } else { Isa::Opaque };
+    if isa == Isa::Opaque {
+        marks::hit("load.s2.opaque_isa");
+    }
+    let kbins = neff
+        .subgraphs
+        .iter()
+        .enumerate()
+        .map(|(i, sg)| construct_kbin(&neff.members, i as u32, sg, isa))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((neff.target, isa, kbins))
+}
+
+type Resolved = (BTreeMap<String, IoVar>, Vec<RemoteVar>, u64);
+
+/// `kelf_resolve_vtpb_remote_variables`: joins what the subgraphs share.
+///
+/// - Inputs/outputs: one buffer per name; every subgraph declaring a name
+///   must agree on its type and size.
+/// - Shared (`vnc_shared`) tensors: a shared `virtual` var named
+///   `<t>_in<c>` in subgraph `c` (the splitter's view name) whose `<t>` is a
+///   shared var of another subgraph is that subgraph's tensor: both must sit
+///   at the same offset with the same size (what `sync_shared_allocations`
+///   guarantees), else the NEFF is refused.
+pub fn kelf_resolve_vtpb_remote_variables(kbins: &[Kbin]) -> Result<Resolved, LoadError> {
+    let mut io: BTreeMap<String, IoVar> = BTreeMap::new();
+    let mut shared: BTreeMap<(u32, &str), (u64, u64)> = BTreeMap::new();
+    for k in kbins {
+        for v in &k.vars {
+            if v.place == Place::Io {
+                let e = io.entry(v.name.clone()).or_insert_with(|| IoVar {
+                    var_type: v.var_type.clone(),
+                    size: v.size,
+                    align: v.align,
+                    sgs: Vec::new(),
+                });
+                if e.var_type != v.var_type || e.size != v.size {
+                    return Err(LoadError::invalid(
+                        Stage::S2Graph,
+                        format!(
+                            "{} var {:?}: {} of {} bytes, but {} of {} bytes in sg{:02}",
+                            k.name, v.name, v.var_type, v.size, e.var_type, e.size, e.sgs[0]
+                        ),
+                    ));
+                }
+                e.align = e.align.max(v.align);
+                e.sgs.push(k.sg);
+            }
+            if let (Place::Shared(off), VarKind::Virtual { .. }) = (v.place, &v.kind) {
+                shared.insert((k.sg, v.name.as_str()), (off, v.size));
+            }
+        }
+    }
+    // Owners by name: a view `<t>_in<sg>` looks its tensor `t` up here.
+    let mut by_name: BTreeMap<&str, Vec<(u32, u64, u64)>> = BTreeMap::new();
+    for (&(sg, name), &(off, size)) in &shared {
+        by_name.entry(name).or_default().push((sg, off, size));
+    }
+    let mut remote: BTreeMap<(u32, String), RemoteVar> = BTreeMap::new();
+    for (&(sg, name), &(off, size)) in &shared {
+        let Some(t) = name.strip_suffix(view_name("", sg).as_str()) else { continue };
+        let Some(&(o, o_off, o_size)) = by_name.get(t).and_then(|v| v.iter().find(|(o, ..)| *o != sg)) else {
+            continue;
+        };
+        if (o_off, o_size) != (off, size) {
+            marks::hit("load.s2.remote_var_mismatch");
+            return Err(LoadError::invalid(
+                Stage::S2Graph,
+                format!(
+                    "remote variable {name:?} of sg{sg:02} at [{off}, +{size}) does not match {t:?} of sg{o:02} at [{o_off}, +{o_size})"
+                ),
+            ));
+        }
+        marks::hit("load.s2.remote_var_resolved");
+        remote
+            .entry((o, t.to_owned()))
+            .or_insert_with(|| RemoteVar { name: t.to_owned(), owner: o, offset: off, size, views: Vec::new() })
+            .views
+            .push((sg, name.to_owned()));
+    }
+    let shared_size = kbins.iter().map(|k| k.shared_size).max().unwrap_or(0);
+    Ok((io, remote.into_values().collect(), shared_size))
+}
+
+/// `vtpb_ptpb_num_cores_to_vtpb_num_cores`: `nkbin` physical subgraphs must
+/// fit one logical core of `vnc_size` physical cores.
+pub fn vtpb_ptpb_num_cores_to_vtpb_num_cores(nkbin: usize, vnc_size: u32) -> Result<(), LoadError> {
+    let n = nkbin.div_ceil(vnc_size.max(1) as usize);
+    if n == 1 {
+        return Ok(());
+    }
+    marks::hit("load.s2.logical_cores");
+    Err(LoadError::invalid(
+        Stage::S2Graph,
+        format!("{nkbin} subgraphs need {n} logical NeuronCores of size {vnc_size}; a load takes 1"),
+    ))
+}

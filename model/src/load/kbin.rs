@@ -1,0 +1,297 @@
+//! S2/S3 per subgraph: `construct_kbin` = `kelf_load_from_neff` (def.json,
+//! engine JSON and streams, weights, tables -> [`MlaResources`]) then
+//! `gen_kbin` (-> the [`Kbin`] record staging consumes). No device here: the
+//! seed's "stages 0-3 are IOCTL-free".
+//!
+//! The KBIN is the compiler's section table for one core: the var table with
+//! each var's placement (the relocation source), queues, engine streams
+//! (decoded and validated for lncsim's ISA, opaque bytes for the real one),
+//! relative DMA descriptors, tables, and the carve-out layout. Layout of the
+//! carve-out, in this order, each piece aligned: `file` vars (weights, at
+//! `max(alignment, 64)`), private `tmp-buf`s (4 KiB), the implicit scratchpad
+//! of backing-less `virtual` vars (4 KiB), engine streams after pseudo
+//! expansion (64), DMA rings (64), tables (64); size rounded to 4 KiB.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::error::{LoadError, Stage};
+use super::image::Isa;
+use super::mem_ref::{
+    barrier_groups, decode_stream, descriptors, queue_order, resolve_virtuals, semaphores, var_table,
+};
+use super::relocate::RelativeDescriptor;
+use crate::codegen::record::{DESCRIPTOR_SIZE, RECORD_SIZE, Record};
+use crate::codegen::{PAGE, VarKind};
+use crate::ir::Engine;
+use crate::neff::manifest::VarType;
+use crate::neff::npy::{NPY_MAGIC, parse_header};
+use crate::neff::{MemberTable, Subgraph};
+
+/// The `backing` of a `virtual` var with no `backing_variable`: the core's implicit scratchpad.
+pub const IMPLICIT_SCRATCHPAD: u32 = u32::MAX;
+/// Alignment of streams, rings and tables in the carve-out.
+pub const STREAM_ALIGN: u64 = 64;
+
+/// Where a var lives once staged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// The load's buffer for this input/output name.
+    Io,
+    /// At this offset in the core's carve-out.
+    Carveout(u64),
+    /// At this offset in the load's shared region.
+    Shared(u64),
+    /// Not in HBM (state buffer, tables, pointers, unknown types, var_id gaps).
+    NotInHbm,
+}
+
+/// One var of the KBIN's table (`mem_ref_set`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KbinVar {
+    /// The def.json name.
+    pub name: String,
+    /// The def.json type.
+    pub var_type: VarType,
+    /// Its kind for the image (see [`super::image::VarImage::var_type`]).
+    pub kind: VarKind,
+    /// Bytes.
+    pub size: u64,
+    /// Required alignment (>= 1).
+    pub align: u64,
+    /// Placement.
+    pub place: Place,
+    /// `file` vars: the bytes to copy in (the `.npy` payload).
+    pub data: Option<Vec<u8>>,
+}
+
+/// One engine's stream in a KBIN.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KbinEngine {
+    /// The engine.
+    pub engine: Engine,
+    /// The stream's bytes as in the NEFF (`load_bin_file`).
+    pub stream: Vec<u8>,
+    /// The decoded records ([`Isa::Lncsim`] only).
+    pub records: Option<Vec<Record>>,
+    /// Records in the device stream (after pseudo expansion).
+    pub device_records: u64,
+    /// The engine's DMA descriptors, relative.
+    pub dma: Vec<RelativeDescriptor>,
+    /// Offset of the device stream in the carve-out.
+    pub stream_off: u64,
+    /// Offset of the DMA ring in the carve-out.
+    pub ring_off: u64,
+}
+
+/// An opaque table staged as is (activation / DVE tables of real NEFFs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KbinTable {
+    /// The member it came from.
+    pub member: String,
+    /// Its bytes.
+    pub data: Vec<u8>,
+    /// Offset in the carve-out.
+    pub off: u64,
+}
+
+/// `kbin` (424 B): one subgraph, ready to stage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kbin {
+    /// Subgraph index (its NeuronCoreId).
+    pub sg: u32,
+    /// Subgraph name (`sg00`).
+    pub name: String,
+    /// The streams' instruction set.
+    pub isa: Isa,
+    /// Vars by var_id.
+    pub vars: Vec<KbinVar>,
+    /// Queue names by queue index.
+    pub queues: Vec<String>,
+    /// Streams in [`Engine::ALL`] order.
+    pub engines: Vec<KbinEngine>,
+    /// Tables staged opaque.
+    pub tables: Vec<KbinTable>,
+    /// `runtime_semaphore_count`.
+    pub semaphores: u32,
+    /// `barrier_groups`.
+    pub barrier_groups: BTreeMap<u32, Vec<u32>>,
+    /// Bytes of the carve-out.
+    pub carveout_size: u64,
+    /// Alignment of the carve-out (the largest var alignment, at least 4 KiB).
+    pub carveout_align: u64,
+    /// Bytes of this subgraph's `vnc_shared` tmp-buf (0 when none).
+    pub shared_size: u64,
+}
+
+/// `mla_resources` (440 B): what `kelf_load_from_neff` collects for one subgraph.
+#[derive(Clone, Debug)]
+pub struct MlaResources<'a> {
+    /// Subgraph index.
+    pub sg: u32,
+    /// The subgraph.
+    pub subgraph: &'a Subgraph,
+    /// Engine streams by engine (bytes), from the members.
+    pub streams: BTreeMap<Engine, Vec<u8>>,
+    /// `file` var payloads by var name.
+    pub files: BTreeMap<String, Vec<u8>>,
+    /// Tables: (member, bytes).
+    pub tables: Vec<(String, Vec<u8>)>,
+}
+
+pub(super) fn bad(sg: &Subgraph, msg: impl std::fmt::Display) -> LoadError {
+    LoadError::invalid(Stage::S2Graph, format!("{}: {msg}", sg.def_member))
+}
+
+pub(super) fn align_up(x: u64, a: u64) -> u64 {
+    x.div_ceil(a.max(1)).saturating_mul(a.max(1))
+}
+
+/// `construct_kbin` (per kelf graph): `kelf_load_from_neff` then `gen_kbin`.
+pub fn construct_kbin(members: &MemberTable, sg: u32, subgraph: &Subgraph, isa: Isa) -> Result<Kbin, LoadError> {
+    let mla = kelf_load_from_neff(members, sg, subgraph)?;
+    gen_kbin(&mla, isa)
+}
+
+/// `kelf_load_from_neff`: def.json vars + engine streams (`load_bin_file`) +
+/// `file` payloads (`.npy` data, or raw bytes) + engine tables.
+pub fn kelf_load_from_neff<'a>(
+    members: &MemberTable,
+    sg: u32,
+    subgraph: &'a Subgraph,
+) -> Result<MlaResources<'a>, LoadError> {
+    let dir = &subgraph.dir;
+    let member =
+        |name: &str| members.get(&format!("{dir}{name}")).ok_or_else(|| bad(subgraph, format!("{name} missing")));
+    let mut streams = BTreeMap::new();
+    let mut tables = Vec::new();
+    for es in &subgraph.engines {
+        let bytes =
+            members.get(&es.instr_member).ok_or_else(|| bad(subgraph, format!("{} missing", es.instr_member)))?;
+        streams.insert(es.engine, bytes.to_vec());
+        if let Some(j) = &es.json {
+            for t in table_members(&j.extra) {
+                if let Some(b) = members.get(&format!("{dir}{t}")) {
+                    tables.push((format!("{dir}{t}"), b.to_vec()));
+                }
+            }
+        }
+    }
+    let mut files = BTreeMap::new();
+    for (name, v) in &subgraph.def.var {
+        if v.var_type != VarType::File {
+            continue;
+        }
+        let fname =
+            v.file_name.as_deref().ok_or_else(|| bad(subgraph, format!("file var {name:?} has no file_name")))?;
+        let raw = member(fname)?;
+        let payload = if raw.starts_with(NPY_MAGIC) {
+            let h = parse_header(raw).map_err(|e| bad(subgraph, format!("{fname}: {e}")))?;
+            &raw[h.data_offset..]
+        } else {
+            raw
+        };
+        files.insert(name.clone(), payload.to_vec());
+    }
+    Ok(MlaResources { sg, subgraph, streams, files, tables })
+}
+
+/// Members an engine description names as tables: every string ending in
+/// `.bin` (DVE `dve_tables`), and `<set>_bkt.bin` / `<set>_ctrl.bin` for each
+/// of ACT's `activation_function_sets`. Missing ones are skipped.
+fn table_members(extra: &BTreeMap<String, Value>) -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) if s.ends_with(".bin") => out.push(s.clone()),
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            Value::Object(o) => o.values().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for v in extra.values() {
+        walk(v, &mut out);
+    }
+    if let Some(Value::Array(sets)) = extra.get("activation_function_sets") {
+        for s in sets.iter().filter_map(Value::as_str) {
+            out.push(format!("{s}_bkt.bin"));
+            out.push(format!("{s}_ctrl.bin"));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `gen_kbin`: `mla_resources` -> `kbin`: var placement, queues, decoded and
+/// validated streams with their device lengths, DMA descriptors, layout.
+pub fn gen_kbin(mla: &MlaResources<'_>, isa: Isa) -> Result<Kbin, LoadError> {
+    let sg = mla.subgraph;
+    let queues = queue_order(sg)?;
+    let mut vars = var_table(mla)?;
+    let mut off = 0u64;
+    let mut carveout_align = PAGE;
+    // File vars, then private tmp-bufs, in var_id order.
+    for pass in [VarType::File, VarType::TmpBuf] {
+        for v in vars.iter_mut().filter(|v| v.var_type == pass && v.place == Place::Carveout(0)) {
+            let a = if pass == VarType::File { v.align.max(STREAM_ALIGN) } else { PAGE };
+            carveout_align = carveout_align.max(a);
+            off = align_up(off, a);
+            v.place = Place::Carveout(off);
+            off += v.size;
+        }
+    }
+    off = align_up(off, PAGE);
+    let scratchpad_off = off;
+    let mut scratchpad_end = 0;
+    resolve_virtuals(sg, &mut vars, scratchpad_off, &mut scratchpad_end)?;
+    off = align_up(off + scratchpad_end, STREAM_ALIGN);
+    let mut engines = Vec::new();
+    for e in Engine::ALL {
+        let stream = mla.streams.get(&e).cloned().unwrap_or_default();
+        let dma = descriptors(sg, e, &vars, &queues)?;
+        let (records, device_records) = match isa {
+            Isa::Lncsim => {
+                let (recs, n) = decode_stream(sg, e, &stream, &vars, &queues, dma.len())?;
+                (Some(recs), n)
+            }
+            Isa::Opaque => (None, stream.len() as u64 / RECORD_SIZE as u64),
+        };
+        engines.push(KbinEngine { engine: e, stream, records, device_records, dma, stream_off: 0, ring_off: 0 });
+    }
+    for e in &mut engines {
+        off = align_up(off, STREAM_ALIGN);
+        e.stream_off = off;
+        off += e.device_records * RECORD_SIZE as u64;
+    }
+    for e in &mut engines {
+        off = align_up(off, STREAM_ALIGN);
+        e.ring_off = off;
+        off += e.dma.len() as u64 * DESCRIPTOR_SIZE as u64;
+    }
+    let mut tables = Vec::new();
+    for (member, data) in &mla.tables {
+        off = align_up(off, STREAM_ALIGN);
+        tables.push(KbinTable { member: member.clone(), data: data.clone(), off });
+        off += data.len() as u64;
+    }
+    let shared: Vec<u64> = vars.iter().filter(|v| v.kind == VarKind::SharedScratch).map(|v| v.size).collect();
+    if shared.len() > 1 {
+        return Err(bad(sg, format!("{} vnc_shared tmp-bufs; at most one is supported", shared.len())));
+    }
+    Ok(Kbin {
+        sg: mla.sg,
+        name: sg.name.clone(),
+        isa,
+        vars,
+        queues,
+        engines,
+        tables,
+        semaphores: semaphores(sg)?,
+        barrier_groups: barrier_groups(sg)?,
+        carveout_size: align_up(off.max(1), PAGE),
+        carveout_align,
+        shared_size: shared.first().copied().unwrap_or(0),
+    })
+}

@@ -1,0 +1,248 @@
+//! The KBIN's var table (`mem_ref_set`) and the other def.json reads of
+//! `gen_kbin`: var placement, virtual vars in their backing region, queue
+//! order, DMA descriptors, stream decoding and validation, semaphores and
+//! barrier groups. Every malformed input is an `NRT_INVALID` naming the
+//! def.json member.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::error::LoadError;
+use super::kbin::{IMPLICIT_SCRATCHPAD, KbinVar, MlaResources, Place, bad};
+use super::relocate::{RelativeDescriptor, memory_operands, translate_pseudo_instrs};
+use crate::codegen::VarKind;
+use crate::codegen::record::{Opcode, Operand, RECORD_SIZE, Record};
+use crate::ir::Engine;
+use crate::marks;
+use crate::neff::Subgraph;
+use crate::neff::manifest::VarType;
+use crate::neff::pack::{BARRIER_GROUPS_KEY, QUEUE_INDEX_KEY, SEMAPHORES_KEY, VNC_SHARED_KEY};
+
+/// Queue names by index: the `queue_index` keys when every queue has a
+/// distinct one in `0..n`, else def.json's (name) order. Choice: def.json
+/// keys its queues by name, so without `queue_index` the compiler's queue
+/// numbering is not recoverable and name order is the documented fallback.
+pub(super) fn queue_order(sg: &Subgraph) -> Result<Vec<String>, LoadError> {
+    let q = &sg.def.dma_queue;
+    let mut slots: Vec<Option<String>> = vec![None; q.len()];
+    for (name, dq) in q {
+        let Some(i) = dq.extra.get(QUEUE_INDEX_KEY).and_then(Value::as_u64) else {
+            return Ok(q.keys().cloned().collect());
+        };
+        match slots.get_mut(i as usize) {
+            Some(s @ None) => *s = Some(name.clone()),
+            _ => return Err(bad(sg, format!("queue {name:?}: {QUEUE_INDEX_KEY} {i} is out of range or repeated"))),
+        }
+    }
+    Ok(slots.into_iter().flatten().collect())
+}
+
+/// Vars by var_id (gaps filled with not-in-HBM placeholders); HBM vars get
+/// `Place::Carveout(0)` / `Shared(0)` / `Io` until laid out.
+pub(super) fn var_table(mla: &MlaResources<'_>) -> Result<Vec<KbinVar>, LoadError> {
+    let sg = mla.subgraph;
+    let max_id = sg.def.var.values().map(|v| v.var_id).max();
+    let n = max_id.map_or(0, |m| m as usize + 1);
+    if n > sg.def.var.len() {
+        marks::hit("load.s3.var_id_gap");
+    }
+    let gap = || KbinVar {
+        name: String::new(),
+        var_type: VarType::Other(String::new()),
+        kind: VarKind::Scratch,
+        size: 0,
+        align: 1,
+        place: Place::NotInHbm,
+        data: None,
+    };
+    let mut vars: Vec<KbinVar> = (0..n).map(|_| gap()).collect();
+    for (name, v) in &sg.def.var {
+        let size = v.size.unwrap_or(0);
+        let shared = v.extra.get(VNC_SHARED_KEY).and_then(Value::as_bool) == Some(true);
+        let (kind, place, size, data) = match &v.var_type {
+            VarType::Input => (VarKind::Input, Place::Io, size, None),
+            VarType::Output => (VarKind::Output, Place::Io, size, None),
+            VarType::File => {
+                let data = mla.files.get(name).cloned().unwrap_or_default();
+                if v.size.is_some_and(|s| (data.len() as u64) > s) {
+                    return Err(bad(sg, format!("file var {name:?}: {} bytes of data for size {size}", data.len())));
+                }
+                (VarKind::File { init: 0 }, Place::Carveout(0), v.size.unwrap_or(data.len() as u64), Some(data))
+            }
+            VarType::TmpBuf if shared => (VarKind::SharedScratch, Place::Shared(0), size, None),
+            VarType::TmpBuf => (VarKind::Scratch, Place::Carveout(0), size, None),
+            VarType::Virtual => {
+                (VarKind::Virtual { backing: IMPLICIT_SCRATCHPAD, offset: 0 }, Place::NotInHbm, size, None)
+            }
+            _ => (VarKind::Scratch, Place::NotInHbm, 0, None),
+        };
+        let var = KbinVar {
+            name: name.clone(),
+            var_type: v.var_type.clone(),
+            kind,
+            size,
+            align: v.alignment.unwrap_or(1).max(1),
+            place,
+            data,
+        };
+        vars[v.var_id as usize] = var;
+    }
+    Ok(vars)
+}
+
+/// Places `virtual` vars inside their backing var (which must be a
+/// non-virtual HBM var) or, with no backing, in the implicit scratchpad.
+pub(super) fn resolve_virtuals(
+    sg: &Subgraph,
+    vars: &mut [KbinVar],
+    pad_off: u64,
+    pad_end: &mut u64,
+) -> Result<(), LoadError> {
+    for i in 0..vars.len() {
+        if vars[i].var_type != VarType::Virtual {
+            continue;
+        }
+        let (name, size) = (vars[i].name.clone(), vars[i].size);
+        let def = &sg.def.var[&name];
+        let off = def.backing_variable_off.unwrap_or(0);
+        let end = off.checked_add(size).ok_or_else(|| bad(sg, format!("virtual var {name:?}: offset overflows")))?;
+        let Some(backing) = &def.backing_variable else {
+            marks::hit("load.s3.implicit_scratchpad");
+            *pad_end = (*pad_end).max(end);
+            vars[i].kind = VarKind::Virtual { backing: IMPLICIT_SCRATCHPAD, offset: off };
+            vars[i].place = Place::Carveout(pad_off + off);
+            continue;
+        };
+        let b = sg.def.var.get(backing).map(|v| v.var_id as usize).unwrap_or(usize::MAX);
+        let bv = vars.get(b).ok_or_else(|| bad(sg, format!("virtual var {name:?}: no backing {backing:?}")))?;
+        if bv.var_type == VarType::Virtual {
+            return Err(bad(sg, format!("virtual var {name:?}: backing {backing:?} is itself virtual")));
+        }
+        if end > bv.size {
+            return Err(bad(
+                sg,
+                format!("virtual var {name:?} [{off}, {end}) exceeds {backing:?} ({} bytes)", bv.size),
+            ));
+        }
+        let place = match bv.place {
+            Place::Carveout(o) => Place::Carveout(o + off),
+            Place::Shared(o) => {
+                marks::hit("load.s3.shared_virtual");
+                Place::Shared(o + off)
+            }
+            Place::Io | Place::NotInHbm => {
+                return Err(bad(sg, format!("virtual var {name:?}: backing {backing:?} is not a scratch region")));
+            }
+        };
+        vars[i].kind = VarKind::Virtual { backing: b as u32, offset: off };
+        vars[i].place = place;
+    }
+    Ok(())
+}
+
+/// The engine's relative descriptors, by var_id and queue index, bounds-checked.
+pub(super) fn descriptors(
+    sg: &Subgraph,
+    e: Engine,
+    vars: &[KbinVar],
+    queues: &[String],
+) -> Result<Vec<RelativeDescriptor>, LoadError> {
+    let Some(j) = sg.engines.iter().find(|s| s.engine == e).and_then(|s| s.json.as_ref()) else {
+        return Ok(Vec::new());
+    };
+    let var = |name: &str, off: u64, size: u64, i: usize| -> Result<u32, LoadError> {
+        let id = sg.def.var.get(name).map(|v| v.var_id).ok_or_else(|| bad(sg, format!("dma[{i}]: no var {name:?}")))?;
+        let v = &vars[id as usize];
+        if v.place == Place::NotInHbm || off.checked_add(size).is_none_or(|end| end > v.size) {
+            return Err(bad(sg, format!("{} dma[{i}]: [{off}, +{size}) is not inside HBM var {name:?}", e.key())));
+        }
+        Ok(id)
+    };
+    j.dma
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let queue =
+                queues.iter().position(|q| *q == d.queue).ok_or_else(|| bad(sg, format!("dma[{i}]: no queue")))?;
+            Ok(RelativeDescriptor {
+                queue: queue as u32,
+                from: var(&d.from, d.from_off, d.size, i)?,
+                from_off: d.from_off,
+                to: var(&d.to, d.to_off, d.size, i)?,
+                to_off: d.to_off,
+                size: d.size,
+            })
+        })
+        .collect()
+}
+
+/// Decodes an lncsim stream and validates it: every memory operand inside an
+/// HBM var, every DMA naming a descriptor and queue that exist, pseudo
+/// sequences well formed. Returns the records and the device record count.
+pub(super) fn decode_stream(
+    sg: &Subgraph,
+    e: Engine,
+    stream: &[u8],
+    vars: &[KbinVar],
+    queues: &[String],
+    ndesc: usize,
+) -> Result<(Vec<Record>, u64), LoadError> {
+    let file = format!("{}/{}", sg.name, e.file_stem());
+    let records = stream
+        .chunks(RECORD_SIZE)
+        .enumerate()
+        .map(|(i, c)| Record::decode(c).map_err(|err| bad(sg, format!("{file}.bin record {i}: {err}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    for (i, r) in records.iter().enumerate() {
+        if r.opcode == Opcode::Dma && (r.ops[0].b as usize >= ndesc || r.ops[0].a as usize >= queues.len()) {
+            return Err(bad(
+                sg,
+                format!("{file}.bin record {i}: DMA names descriptor {} queue {}", r.ops[0].b, r.ops[0].a),
+            ));
+        }
+        debug_assert!(memory_operands(r.opcode) <= 3);
+    }
+    let mut check = |op: Operand| -> Result<u64, String> { operand_in_var(vars, op).map(|_| 0) };
+    let t = translate_pseudo_instrs(e, &records, &mut check).map_err(|err| bad(sg, format!("{file}.bin {err}")))?;
+    Ok((records, t.records.len() as u64))
+}
+
+/// The var a compiler-form operand names, if the operand lies inside it and it is in HBM.
+pub fn operand_in_var(vars: &[KbinVar], op: Operand) -> Result<&KbinVar, String> {
+    let v = vars.get(op.a as usize).ok_or_else(|| format!("var_id {} is not a variable", op.a))?;
+    if v.place == Place::NotInHbm {
+        return Err(format!("var {:?} ({}) is not in HBM", v.name, v.var_type));
+    }
+    if u64::from(op.b) + u64::from(op.c) > v.size {
+        return Err(format!("[{}, +{}) exceeds var {:?} ({} bytes)", op.b, op.c, v.name, v.size));
+    }
+    Ok(v)
+}
+
+pub(super) fn semaphores(sg: &Subgraph) -> Result<u32, LoadError> {
+    match sg.def.extra.get(SEMAPHORES_KEY) {
+        None => Ok(0),
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| bad(sg, format!("{SEMAPHORES_KEY} is not a u32"))),
+    }
+}
+
+pub(super) fn barrier_groups(sg: &Subgraph) -> Result<BTreeMap<u32, Vec<u32>>, LoadError> {
+    let Some(v) = sg.def.extra.get(BARRIER_GROUPS_KEY) else {
+        return Ok(BTreeMap::new());
+    };
+    let err = || bad(sg, format!("{BARRIER_GROUPS_KEY} is not an object of u32 -> [u32]"));
+    let obj = v.as_object().ok_or_else(err)?;
+    obj.iter()
+        .map(|(k, v)| {
+            let g = k.parse::<u32>().map_err(|_| err())?;
+            let p = v.as_array().ok_or_else(err)?;
+            let p: Result<Vec<u32>, LoadError> =
+                p.iter().map(|x| x.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(err)).collect();
+            Ok((g, p?))
+        })
+        .collect()
+}

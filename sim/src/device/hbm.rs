@@ -1,0 +1,243 @@
+//! The shared HBM: a sparse byte-addressable memory of live allocations, and
+//! its deterministic first-fit physical allocator.
+//!
+//! Allocations live in a `BTreeMap` keyed by physical address, so the
+//! first-fit scan walks them in address order and every result depends only
+//! on the sequence of calls. An allocation's bytes are materialised on first
+//! touch (zeros until then), so a large carve-out costs nothing until used.
+//!
+//! [`SlicedHbm`] is the device's HBM: one address space that every core can
+//! read and write, whose allocator serves each tpb from its own slice (as the
+//! driver allocates from the HBM a core is attached to). Choice: this makes
+//! the loader's real-thread fan-out, where each thread allocates for its own
+//! core, give the same addresses in every thread interleaving.
+
+use std::collections::BTreeMap;
+
+/// One live allocation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Allocation {
+    /// The physical core it was allocated for.
+    pub tpb: u32,
+    /// Size in bytes (at least 1).
+    pub size: u64,
+    /// Its bytes: empty until first touched, then exactly `size` long.
+    data: Vec<u8>,
+}
+
+impl Allocation {
+    /// Whether the bytes were ever touched (materialised).
+    pub fn materialised(&self) -> bool {
+        !self.data.is_empty()
+    }
+}
+
+/// A summary of one live allocation, in address order (see [`Hbm::allocations`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AllocationInfo {
+    /// Physical address of the first byte.
+    pub pa: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// The physical core it was allocated for.
+    pub tpb: u32,
+}
+
+/// The HBM address space `[base, base + size)` and its live allocations.
+#[derive(Clone, Debug)]
+pub struct Hbm {
+    base: u64,
+    size: u64,
+    allocs: BTreeMap<u64, Allocation>,
+}
+
+fn align_up(x: u64, align: u64) -> Option<u64> {
+    let a = align.max(1);
+    x.checked_add(a - 1).map(|v| v / a * a)
+}
+
+impl Hbm {
+    /// An empty HBM of `size` bytes starting at physical address `base`.
+    pub fn new(base: u64, size: u64) -> Self {
+        Hbm { base, size, allocs: BTreeMap::new() }
+    }
+
+    /// First fit: the lowest `align`-aligned address with `size` free bytes.
+    pub fn alloc(&mut self, tpb: u32, size: u64, align: u64) -> Option<u64> {
+        let size = size.max(1);
+        let end_of_space = self.base.checked_add(self.size)?;
+        let mut cursor = self.base;
+        for (&pa, a) in &self.allocs {
+            let start = align_up(cursor, align)?;
+            if start.checked_add(size)? <= pa {
+                return Some(self.insert(start, tpb, size));
+            }
+            cursor = cursor.max(pa + a.size);
+        }
+        let start = align_up(cursor, align)?;
+        (start.checked_add(size)? <= end_of_space).then(|| self.insert(start, tpb, size))
+    }
+
+    fn insert(&mut self, pa: u64, tpb: u32, size: u64) -> u64 {
+        self.allocs.insert(pa, Allocation { tpb, size, data: Vec::new() });
+        pa
+    }
+
+    /// Frees the allocation starting exactly at `pa`; false if there is none.
+    pub fn free(&mut self, pa: u64) -> bool {
+        self.allocs.remove(&pa).is_some()
+    }
+
+    /// Number of live allocations.
+    pub fn live(&self) -> usize {
+        self.allocs.len()
+    }
+
+    /// Every live allocation, in address order.
+    pub fn allocations(&self) -> Vec<AllocationInfo> {
+        self.allocs.iter().map(|(&pa, a)| AllocationInfo { pa, size: a.size, tpb: a.tpb }).collect()
+    }
+
+    /// The allocation holding all of `[pa, pa + len)`, and the offset of `pa` in it.
+    fn locate(&mut self, pa: u64, len: u64) -> Option<(&mut Allocation, usize)> {
+        let (&start, a) = self.allocs.range_mut(..=pa).next_back()?;
+        let off = pa - start;
+        let end = off.checked_add(len)?;
+        if end > a.size {
+            return None;
+        }
+        if a.data.is_empty() {
+            a.data = vec![0; usize::try_from(a.size).ok()?];
+        }
+        Some((a, usize::try_from(off).ok()?))
+    }
+
+    /// Runs `f` on the bytes `[pa, pa + len)`; `None` if they are not inside one live allocation.
+    pub fn with_bytes<R>(&mut self, pa: u64, len: u64, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        let (a, off) = self.locate(pa, len)?;
+        let len = usize::try_from(len).ok()?;
+        Some(f(&a.data[off..off + len]))
+    }
+
+    /// Runs `f` on the bytes `[pa, pa + len)` mutably; `None` if they are not inside one live allocation.
+    pub fn with_bytes_mut<R>(&mut self, pa: u64, len: u64, f: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
+        let (a, off) = self.locate(pa, len)?;
+        let len = usize::try_from(len).ok()?;
+        Some(f(&mut a.data[off..off + len]))
+    }
+}
+
+/// The device HBM: `[base, base + n * slice)`, tpb `t` allocating from slice `t`.
+#[derive(Clone, Debug)]
+pub struct SlicedHbm {
+    base: u64,
+    slice: u64,
+    slices: Vec<Hbm>,
+}
+
+impl SlicedHbm {
+    /// `size` bytes from `base`, cut into `tpbs` equal 4 KiB-aligned slices.
+    pub fn new(base: u64, size: u64, tpbs: u32) -> Self {
+        let slice = (size / u64::from(tpbs.max(1))) / 4096 * 4096;
+        let slices = (0..u64::from(tpbs)).map(|t| Hbm::new(base + t * slice, slice)).collect();
+        SlicedHbm { base, slice, slices }
+    }
+
+    /// Bytes per slice.
+    pub fn slice_size(&self) -> u64 {
+        self.slice
+    }
+
+    fn slice_of(&mut self, pa: u64) -> Option<&mut Hbm> {
+        let i = pa.checked_sub(self.base)?.checked_div(self.slice)?;
+        self.slices.get_mut(usize::try_from(i).ok()?)
+    }
+
+    /// First fit in `tpb`'s slice.
+    pub fn alloc(&mut self, tpb: u32, size: u64, align: u64) -> Option<u64> {
+        self.slices.get_mut(tpb as usize)?.alloc(tpb, size, align)
+    }
+
+    /// Frees the allocation starting exactly at `pa`; false if there is none.
+    pub fn free(&mut self, pa: u64) -> bool {
+        self.slice_of(pa).is_some_and(|h| h.free(pa))
+    }
+
+    /// Number of live allocations.
+    pub fn live(&self) -> usize {
+        self.slices.iter().map(Hbm::live).sum()
+    }
+
+    /// Every live allocation, in address order.
+    pub fn allocations(&self) -> Vec<AllocationInfo> {
+        self.slices.iter().flat_map(Hbm::allocations).collect()
+    }
+
+    /// [`Hbm::with_bytes`] on the slice holding `pa`.
+    pub fn with_bytes<R>(&mut self, pa: u64, len: u64, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        self.slice_of(pa)?.with_bytes(pa, len, f)
+    }
+
+    /// [`Hbm::with_bytes_mut`] on the slice holding `pa`.
+    pub fn with_bytes_mut<R>(&mut self, pa: u64, len: u64, f: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
+        self.slice_of(pa)?.with_bytes_mut(pa, len, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_fit_reuses_the_lowest_hole_and_respects_alignment() {
+        let mut h = Hbm::new(0x1000, 0x10000);
+        let a = h.alloc(0, 0x100, 0x100).unwrap();
+        let b = h.alloc(1, 0x80, 0x40).unwrap();
+        let c = h.alloc(0, 0x100, 0x1000).unwrap();
+        assert_eq!((a, b, c), (0x1000, 0x1100, 0x2000));
+        assert!(h.free(a));
+        assert!(!h.free(a));
+        // The freed hole at 0x1000 fits 0x40; 0x200 does not fit it and takes the gap after b.
+        assert_eq!(h.alloc(2, 0x40, 0x40), Some(0x1000));
+        assert_eq!(h.alloc(2, 0x200, 0x40), Some(0x1180));
+        assert_eq!(h.alloc(2, 0x1000, 0x40), Some(0x2100));
+        assert_eq!(h.live(), 5);
+        let order: Vec<u64> = h.allocations().iter().map(|a| a.pa).collect();
+        assert_eq!(order, vec![0x1000, 0x1100, 0x1180, 0x2000, 0x2100]);
+    }
+
+    #[test]
+    fn each_tpb_allocates_in_its_own_slice_in_any_order() {
+        let run = |order: &[u32]| {
+            let mut h = SlicedHbm::new(0x1000_0000, 0x40_0000, 4);
+            let mut got: Vec<(u32, u64)> = order.iter().map(|&t| (t, h.alloc(t, 0x100, 64).unwrap())).collect();
+            got.sort();
+            (got, h)
+        };
+        let (a, mut h) = run(&[0, 1, 2, 3, 2]);
+        let (b, _) = run(&[2, 3, 2, 1, 0]);
+        assert_eq!(a, b, "addresses do not depend on the interleaving of cores");
+        assert_eq!(h.slice_size(), 0x10_0000);
+        assert_eq!(a[0].1, 0x1000_0000);
+        assert_eq!(a[3].1, 0x1020_0100, "tpb 2's second allocation follows its first in slice 2");
+        assert_eq!(h.alloc(4, 1, 1), None, "no slice for a tpb past the device");
+        assert!(h.with_bytes_mut(0x1020_0100, 0x100, |b| b[0] = 1).is_some());
+        assert!(h.with_bytes(0x10ff_ffff, 2, |_| ()).is_none());
+        assert!(h.free(0x1020_0100) && !h.free(0x1020_0100));
+        assert_eq!(h.live(), 4);
+        assert!(!h.free(0x0fff_0000));
+    }
+
+    #[test]
+    fn exhaustion_and_out_of_range_accesses_are_refused() {
+        let mut h = Hbm::new(0, 0x100);
+        assert_eq!(h.alloc(0, 0x101, 1), None);
+        let a = h.alloc(0, 0x80, 1).unwrap();
+        assert_eq!(h.alloc(0, 0x81, 1), None);
+        assert_eq!(h.with_bytes(a + 0x70, 0x11, |_| ()), None);
+        assert_eq!(h.with_bytes(a + 0x80, 1, |_| ()), None);
+        assert_eq!(h.with_bytes_mut(a + 0x10, 4, |b| b.copy_from_slice(&[1, 2, 3, 4])), Some(()));
+        assert_eq!(h.with_bytes(a + 0x0f, 6, <[u8]>::to_vec), Some(vec![0, 1, 2, 3, 4, 0]));
+        assert_eq!(h.alloc(0, u64::MAX, 1), None);
+    }
+}

@@ -1,0 +1,66 @@
+//! `lncsim neff pack`: split, allocate, link, codegen and package a program into a NEFF.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use lncsim_model::dram::check_modules;
+use lncsim_model::link::check_link;
+use lncsim_model::neff::{Compression, PackOptions, pack};
+use lncsim_model::pipeline::{PipelineOptions, compile};
+
+use super::{CliError, parse_u64, read_module, write_file};
+
+/// Arguments of `lncsim neff pack`.
+#[derive(Debug, Args)]
+pub struct PackArgs {
+    /// The program in the text format (`-` reads standard input).
+    pub file: PathBuf,
+    /// Split for this many cores instead of the program's lnc_size.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub cores: Option<u32>,
+    /// Folded into the NEFF's UUID (decimal or 0x hex): the same seed gives the same bytes.
+    #[arg(long, default_value = "0", value_parser = parse_u64)]
+    pub seed: u64,
+    /// Write a plain (uncompressed) ustar payload, as `neuron-packager optimize` does.
+    #[arg(long)]
+    pub uncompressed: bool,
+    /// CC-buffer region per core in MiB; -1 (the default) sizes it from the collective operands.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(i64).range(-1..=(1 << 24)))]
+    pub allreduce_buffer_size: i64,
+    /// The NEFF file to write.
+    #[arg(short, long)]
+    pub output: PathBuf,
+}
+
+/// Compiles, checks, packages and writes the NEFF; prints one summary line.
+pub fn run(a: PackArgs) -> Result<ExitCode, CliError> {
+    let mut program = read_module(&a.file)?;
+    if let Some(n) = a.cores {
+        program.attrs.lnc_size = n;
+    }
+    let opts = PipelineOptions { allreduce_buffer_size_mib: a.allreduce_buffer_size, ..PipelineOptions::default() };
+    let bad = |e: String| CliError::BadInput(format!("{}: {e}", a.file.display()));
+    let compiled = compile(&program, &opts).map_err(|e| bad(e.to_string()))?;
+    let ir = check_modules(&compiled.per_core, &opts.check_config(&compiled.report));
+    let link = check_link(&compiled.per_core, &compiled.linked);
+    if let Some(v) = ir.first() {
+        return Err(CliError::CheckFailed(format!("IR checker: {v} ({} violations)", ir.len())));
+    }
+    if let Some(v) = link.first() {
+        return Err(CliError::CheckFailed(format!("link checker: {v} ({} violations)", link.len())));
+    }
+    let compression = if a.uncompressed { Compression::None } else { Compression::Gzip };
+    let bytes = pack(&compiled.linked, &PackOptions { seed: a.seed, compression }).map_err(|e| bad(e.to_string()))?;
+    write_file(&a.output, &bytes)?;
+    println!(
+        "{}: {} bytes, {} subgraphs, lnc_size {}, seed {}",
+        a.output.display(),
+        bytes.len(),
+        compiled.per_core.len(),
+        compiled.linked.attrs.lnc_size,
+        a.seed
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,95 @@
+//! `lncsim load` end to end (issue 6 item 8 and its acceptance).
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::PathBuf;
+
+use lncsim_model::load::testkit::pack_generated;
+use lncsim_model::program::{GenConfig, SizeClass};
+use serde_json::Value;
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let o = common::lncsim().args(args).output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn packed(cores: u32, name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("lncsim-load-cli-{}-{name}.neff", std::process::id()));
+    std::fs::write(&p, pack_generated(&GenConfig::new(21, cores, SizeClass::Small)).unwrap()).unwrap();
+    p
+}
+
+#[test]
+fn the_real_neff_reaches_staging_and_reports_both_subgraphs() {
+    let Some(dir) = common::shared_dir("real-neff/matmul_small.neff") else { return };
+    let f = dir.join("real-neff/matmul_small.neff");
+    let f = f.to_str().unwrap();
+    let (code, out, err) = run(&["load", f, "--cores", "2"]);
+    assert_eq!(code, 0, "{err}");
+    for want in ["core 0 (sg00) tpb 0", "core 1 (sg01) tpb 1", "state    READY", "dlr_kelf_stage", "kbl_model_add"] {
+        assert!(out.contains(want), "missing {want:?} in\n{out}");
+    }
+    assert_eq!(out.matches("identity_82_sg0000").count(), 2, "both subgraphs' variables");
+    assert!(out.contains("staged opaque, not relocated"));
+    let (code, _, err) = run(&["load", f, "--cores", "1"]);
+    assert_eq!(code, 1);
+    assert_eq!(err.trim(), "lncsim: error: NRT_INVALID(2): Insufficient number of pncs, required 2, available 1");
+}
+
+#[test]
+fn a_packed_4_core_neff_shows_one_address_per_shared_tensor_on_every_core() {
+    let f = packed(4, "four");
+    let (code, out, err) = run(&["load", f.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["state"], "READY");
+    assert_eq!((v["h_nn"].as_u64(), v["h_model"].as_u64()), (Some(1), Some(1)));
+    let sgs = v["subgraphs"].as_array().unwrap();
+    assert_eq!(sgs.len(), 4);
+    let mut checked = 0;
+    for (c, sg) in sgs.iter().enumerate() {
+        assert!(sg["carveout"]["pa"].as_u64().unwrap() > 0 && sg["carveout"]["size"].as_u64().unwrap() > 0);
+        let shared = sg["shared_vars"].as_object().unwrap();
+        assert_eq!(shared["__shared"], v["shared_region"]["pa"], "core {c}");
+        for (name, pa) in shared {
+            let Some(t) = name.strip_suffix(&format!("_in{c}")) else { continue };
+            let owner = sgs.iter().find_map(|o| o["shared_vars"].get(t)).unwrap();
+            assert_eq!(pa, owner, "{name} on core {c} vs {t}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "the program shares tensors across cores");
+    let (code, text, _) = run(&["load", f.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(text.contains("shared variables by relocated address"));
+    std::fs::remove_file(&f).unwrap();
+}
+
+#[test]
+fn failures_exit_1_with_the_status_on_one_line() {
+    let f = packed(2, "two");
+    let f = f.to_str().unwrap();
+    let (code, out, err) = run(&["load", f, "--fail-alloc", "0", "--json"]);
+    assert_eq!(code, 1);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["state"], "FAILED");
+    assert_eq!((v["status"]["name"].as_str(), v["status"]["code"].as_u64()), (Some("NRT_RESOURCE"), Some(4)));
+    assert!(err.starts_with("lncsim: error: NRT_RESOURCE(4): MEM_ALLOC_V2MT64 failed"), "{err}");
+    assert_eq!(err.lines().count(), 1);
+    let (code, out, _) = run(&["load", f, "--fail-alloc", "1000"]);
+    assert_eq!(code, 0, "a fault past the load's allocations changes nothing\n{out}");
+    let junk = std::env::temp_dir().join(format!("lncsim-load-cli-{}-junk.neff", std::process::id()));
+    std::fs::write(&junk, [7u8; 3000]).unwrap();
+    let (code, _, err) = run(&["load", junk.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.starts_with("lncsim: error: NRT_INVALID(2):"), "{err}");
+    let (code, _, err) = run(&["load", "/nonexistent.neff"]);
+    assert_eq!(code, 1, "{err}");
+    std::fs::remove_file(f).unwrap();
+    std::fs::remove_file(junk).unwrap();
+}
