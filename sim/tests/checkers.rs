@@ -217,3 +217,47 @@ fn unlinked_view_names_are_the_same_tensor_and_still_checked() {
     let v: Vec<&Violation> = report.of_kind("unequal").collect();
     assert!(matches!(v[..], [Violation::Unequal { name, .. }] if name == "t_in1"), "{report}");
 }
+
+#[test]
+fn bugs_planted_in_a_loaded_neff_are_caught() {
+    use lncsim_model::program::{GenConfig, SizeClass, generate};
+    use lncsim_sim::testkit::patch_record;
+    let program = generate(&GenConfig::new(2, 3, SizeClass::Small));
+    // A dropped signal: the first signalling record of the busiest engine.
+    let r = LoadedRun::new(&program, 2);
+    let dev = r.loaded.runtime.device();
+    let img = &r.loaded.images[0];
+    let engine = *Engine::ALL.iter().max_by_key(|e| img.engines[e.index()].records).unwrap();
+    patch_record(dev, img, engine, |x| x.flags & FLAG_SIGNAL != 0, |x| x.flags &= !FLAG_SIGNAL).unwrap().unwrap();
+    let (report, _) = r.run(SimConfig::seeded(0));
+    assert_eq!(report.outcome, Outcome::Deadlock, "{report}");
+    // A duplicated barrier slot: core 1's arrival at the group of core 0's first
+    // arrival takes core 0's slot (the two are pending together).
+    let r = LoadedRun::new(&program, 2);
+    let dev = r.loaded.runtime.device();
+    let mut first = None;
+    patch_record(dev, &r.loaded.images[0], Engine::Sp, |x| x.opcode == Opcode::Barrier, |x| first = Some(x.ops[0]))
+        .unwrap()
+        .unwrap();
+    let first = first.unwrap();
+    let same_group = |x: &lncsim_model::codegen::record::Record| x.opcode == Opcode::Barrier && x.ops[0].b == first.b;
+    patch_record(dev, &r.loaded.images[1], Engine::Sp, same_group, |x| x.ops[0].a = first.a).unwrap().unwrap();
+    let (report, _) = r.run(SimConfig::seeded(0));
+    assert!(
+        report
+            .of_kind("slot-collision")
+            .any(|v| matches!(v, Violation::SlotCollision { slot, .. } if *slot == first.a)),
+        "{report}"
+    );
+    // A missing wait: every record loses its waits on one core.
+    let r = LoadedRun::new(&program, 2);
+    let dev = r.loaded.runtime.device();
+    for e in Engine::ALL {
+        while patch_record(dev, &r.loaded.images[0], e, |x| x.waits[0].is_some(), |x| x.waits = [None; 2])
+            .unwrap()
+            .is_some()
+        {}
+    }
+    let (report, _) = r.run(SimConfig::seeded(0).with_jitter());
+    assert!(report.of_kind("race").next().is_some(), "{report}");
+}

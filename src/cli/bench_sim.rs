@@ -6,7 +6,8 @@
 //! tensors of at most 16 elements (so the figure measures the simulator, not
 //! the arithmetic), every check on, compiled by the real pipeline (split,
 //! DRAM allocator with address reuse, anti-dependencies, shared sync,
-//! `bir_linker`), code generated, and staged by the testkit stager. Target
+//! `bir_linker`), packed into a NEFF and loaded by `nrt_load` on the
+//! simulated device. Target
 //! (issue 7): at least 1 million simulated instructions per second on one
 //! thread. For comparison it also runs `lncsim run`'s default program (4
 //! cores, size small: tensors up to 4 Ki elements), without a target.
@@ -19,7 +20,7 @@ use clap::Args;
 use lncsim_model::ir::Module;
 use lncsim_model::program::{GenConfig, SizeClass, generate, seeded_inputs};
 use lncsim_sim::io::write_inputs;
-use lncsim_sim::testkit::build_compiled;
+use lncsim_sim::testkit::load_compiled;
 use lncsim_sim::{Checks, SimConfig, SimReport, Simulation, bare_event_loop};
 
 use super::CliError;
@@ -79,8 +80,9 @@ struct Figures {
 /// Stages `program`, then `runs` times builds a simulation and runs it (timed
 /// apart), and runs the bare event loop for the same number of events.
 fn measure(program: &Module, a: &BenchSimArgs) -> Result<Figures, CliError> {
-    let (device, images) = build_compiled(program, &Default::default()).map_err(CliError::BadInput)?;
-    write_inputs(&device, &images, &seeded_inputs(program, a.seed)).map_err(|e| CliError::BadInput(e.to_string()))?;
+    let loaded = load_compiled(program, &Default::default(), a.seed).map_err(CliError::BadInput)?;
+    let (device, images) = (loaded.runtime.device(), &loaded.images);
+    write_inputs(device, images, &seeded_inputs(program, a.seed)).map_err(|e| CliError::BadInput(e.to_string()))?;
     let mut cfg = SimConfig::seeded(a.seed);
     if a.jitter {
         cfg = cfg.with_jitter();
@@ -96,7 +98,7 @@ fn measure(program: &Module, a: &BenchSimArgs) -> Result<Figures, CliError> {
     let (c0, w0) = (cpu_ns(), Instant::now());
     for _ in 0..a.runs {
         let s = Instant::now();
-        let mut sim = Simulation::new(&device, &images, cfg.clone()).map_err(|e| CliError::BadInput(e.to_string()))?;
+        let mut sim = Simulation::new(device, images, cfg.clone()).map_err(|e| CliError::BadInput(e.to_string()))?;
         t_build.push(s.elapsed());
         let s = Instant::now();
         reports.push(sim.run());

@@ -1,19 +1,22 @@
-//! Test utilities (not part of the simulator): a plain in-memory [`Device`],
-//! a minimal stager that stands in for the loader (places vars, expands
-//! pseudo-instructions, relocates operands, writes records and descriptors),
+//! Test utilities (not part of the simulator): the real flow (pipeline,
+//! NEFF, `nrt_load` on the simulated device: [`load_compiled`]), and, as a
+//! differential check of the loader, a plain in-memory [`Device`] with a
+//! minimal stager of its own (places vars, expands pseudo-instructions,
+//! relocates operands, writes records and descriptors),
 //! and a trivial address assignment for split per-core modules that stands in
 //! for the allocator (and, when the real linker is not used, for the linker's
-//! name unification and barrier renumbering). Tests, the differential
-//! check and `lncsim bench sim` use them until the real loader and pipeline
-//! produce the core images; then the stager remains as a differential check.
+//! name unification and barrier renumbering), with switches that plant the
+//! bugs the checkers must catch.
 //!
 //! [`Device`]: lncsim_model::load::Device
 
+mod load;
 mod mem_device;
 mod patch;
 mod place;
 mod stage;
 
+pub use load::{Loaded, load_codes, load_compiled, load_neff};
 pub use mem_device::{MemDevice, MemSnapshot};
 pub use patch::patch_record;
 pub use place::{PlaceOptions, place, split_and_place};

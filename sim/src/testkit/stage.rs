@@ -186,7 +186,13 @@ pub fn stage(device: &dyn Device, codes: &[CoreCode]) -> Result<Vec<CoreImage>, 
             .vars
             .iter()
             .zip(&pas)
-            .map(|(v, &pa)| VarImage { name: v.name.clone(), kind: v.kind.clone(), pa, size: v.size, var_type: var_type(&v.kind) })
+            .map(|(v, &pa)| VarImage {
+                name: v.name.clone(),
+                kind: v.kind.clone(),
+                pa,
+                size: v.size,
+                var_type: var_type(&v.kind),
+            })
             .collect();
         images.push(CoreImage {
             core: code.core,

@@ -136,3 +136,28 @@ pub fn patch_record(
 ) -> usize {
     lncsim_sim::testkit::patch_record(device, image, engine, pick, edit).unwrap().expect("a record to patch")
 }
+
+/// A program loaded by the real flow (pipeline, NEFF, `nrt_load` on the
+/// simulated device) with seeded inputs written, and the interpreter's outputs.
+pub struct LoadedRun {
+    pub loaded: lncsim_sim::testkit::Loaded,
+    pub golden: Values,
+}
+
+impl LoadedRun {
+    /// Compiles, packs and loads `program`; writes inputs seeded by `seed`.
+    pub fn new(program: &Module, seed: u64) -> LoadedRun {
+        let inputs = seeded_inputs(program, seed);
+        let golden = interpret(program, &inputs).unwrap();
+        let loaded = lncsim_sim::testkit::load_compiled(program, &Default::default(), seed).unwrap();
+        write_inputs(loaded.runtime.device(), &loaded.images, &inputs).unwrap();
+        LoadedRun { loaded, golden }
+    }
+
+    /// Runs once (the device keeps the results) and reads the outputs back.
+    pub fn run(&self, cfg: SimConfig) -> (SimReport, Values) {
+        let dev = self.loaded.runtime.device();
+        let report = simulate(dev, &self.loaded.images, cfg).unwrap();
+        (report, read_outputs(dev, &self.loaded.images).unwrap())
+    }
+}
