@@ -27,8 +27,9 @@
 //! [`device`] is the simulated device (HBM, first-fit allocator, fault plan)
 //! that implements the loader's [`lncsim_model::load::Device`]; [`tnc`] steps
 //! the TNC parse cache with the same kind of seeded scheduler; [`testkit`]
-//! stages codegen output on a plain in-memory device, a differential check of
-//! the real loader.
+//! runs the real flow for tests (pipeline, NEFF, `nrt_load` on the simulated
+//! device) and keeps a plain stager of its own as a differential check of
+//! the loader.
 
 mod arith;
 mod barrier;
