@@ -205,10 +205,9 @@ impl Gen {
     /// Picks an operand of at least `len` elements for an op on `core`:
     /// usually local or a leaf, sometimes (handoff_pct) from another core.
     fn operand(&mut self, core: u32, len: u64) -> usize {
-        let fits: Vec<usize> = (0..self.tensors.len()).filter(|&i| self.tensors[i].len >= len).collect();
-        let remote: Vec<usize> =
-            fits.iter().copied().filter(|&i| self.tensors[i].core.is_some_and(|c| c != core)).collect();
-        let local: Vec<usize> = fits.iter().copied().filter(|&i| !remote.contains(&i)).collect();
+        let (remote, local): (Vec<usize>, Vec<usize>) = (0..self.tensors.len())
+            .filter(|&i| self.tensors[i].len >= len)
+            .partition(|&i| self.tensors[i].core.is_some_and(|c| c != core));
         let want_remote = !remote.is_empty() && self.rng.random_range(0..100) < self.cfg.handoff_pct;
         let pool = if want_remote || local.is_empty() { &remote } else { &local };
         // Prefer recent tensors so chains form.
