@@ -42,6 +42,7 @@ mod engine;
 mod equalize;
 mod exec;
 pub mod fault;
+pub mod flow;
 mod hbm;
 pub mod io;
 mod liveness;

@@ -24,6 +24,7 @@ mod neff_pack;
 mod neff_unpack;
 mod run;
 mod split;
+mod swarm;
 
 /// Exit status: a check failed, or the input was rejected (README.md, "Exit codes").
 pub const EXIT_FAILED: u8 = 1;
@@ -56,6 +57,8 @@ pub enum Command {
     Compile(compile::CompileArgs),
     /// Run the whole flow on one program and check every invariant.
     Run(run::RunArgs),
+    /// Run many seeds, each with its own feature mix, and report every failing seed.
+    Swarm(swarm::SwarmArgs),
     /// The NEFF container: inspect, unpack (and later pack).
     #[command(subcommand)]
     Neff(neff::NeffCommand),
@@ -102,7 +105,6 @@ pub fn read_text(path: &Path) -> Result<String, CliError> {
 }
 
 /// Reads a whole input file as bytes; `-` reads standard input.
-#[allow(dead_code)] // used by the NEFF and load subcommands
 pub fn read_bytes(path: &Path) -> Result<Vec<u8>, CliError> {
     use std::io::Read;
     if path == Path::new("-") {
@@ -114,7 +116,6 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>, CliError> {
 }
 
 /// Writes `bytes` to `path`, reporting a failure as one line.
-#[allow(dead_code)] // used by the NEFF and alloc subcommands
 pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
     std::fs::write(path, bytes).map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))
 }
@@ -143,6 +144,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Split(a) => split::run(a),
         Command::Compile(a) => compile::run(a),
         Command::Run(a) => run::run(a),
+        Command::Swarm(a) => swarm::run(a),
         Command::Neff(c) => neff::run(c),
         Command::Load(a) => load::run(a),
         Command::Bench(c) => bench::run(c),

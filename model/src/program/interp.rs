@@ -63,11 +63,15 @@ pub fn seeded_inputs(m: &Module, seed: u64) -> Values {
     m.memlocs
         .iter()
         .filter(|l| l.usage == Usage::Input)
-        .map(|l| {
-            let s = seed ^ digest(&l.name.bytes().map(i32::from).collect::<Vec<_>>());
-            (l.name.clone(), (0..l.elem_count).map(|i| init_value(s, i)).collect())
-        })
+        .map(|l| (l.name.clone(), seeded_input(&l.name, l.elem_count, seed)))
         .collect()
+}
+
+/// The seeded values of one input named `name` with `elems` elements (what
+/// [`seeded_inputs`] gives it; a NEFF's inputs are seeded the same way by name).
+pub fn seeded_input(name: &str, elems: u64, seed: u64) -> Vec<i32> {
+    let s = seed ^ digest(&name.bytes().map(i32::from).collect::<Vec<_>>());
+    (0..elems).map(|i| init_value(s, i)).collect()
 }
 
 /// The contents of a weight location.

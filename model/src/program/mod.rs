@@ -6,4 +6,4 @@ pub mod interleave;
 pub mod interp;
 
 pub use generate::{GenConfig, SizeClass, generate};
-pub use interp::{InterpError, Values, digest, interpret, seeded_inputs};
+pub use interp::{InterpError, Values, digest, interpret, seeded_input, seeded_inputs};

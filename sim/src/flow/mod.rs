@@ -1,0 +1,498 @@
+//! The whole flow of one run (DESIGN.md, "The flow"), with every invariant's
+//! independent checker: program -> reference interpreter -> split + DRAM
+//! allocation (+ IR checker, + the interleaving oracle) -> link (+ link
+//! checker) -> codegen -> NEFF -> `nrt_load` on the simulated device (+ a
+//! faulty load that must leave nothing behind) -> simulate -> outputs vs the
+//! interpreter's -> unload (device empty) -> TNC scenario.
+//!
+//! A run is a pure function of its [`RunConfig`]: the loader's staging
+//! fan-out is stepped in a seeded order on this thread and the simulator is
+//! single-threaded, so the same config gives the same report and trace hash.
+//! Nothing here panics on user input; every failure is a failed stage or
+//! check in the [`RunReport`], which also carries the command that replays it.
+
+pub mod plant;
+mod report;
+pub mod shrink;
+pub mod swarm;
+
+use lncsim_model::codegen::{CoreCode, VarKind, codegen};
+use lncsim_model::dram::check_modules;
+use lncsim_model::ir::Module;
+use lncsim_model::link::{check_link, link};
+use lncsim_model::load::{CoreImage, Device, Runtime};
+use lncsim_model::neff::pack::pack_code;
+use lncsim_model::neff::{NeffHeader, PackOptions};
+use lncsim_model::pipeline::{PipelineOptions, build_pipeline};
+use lncsim_model::program::interleave::run_interleaved;
+use lncsim_model::program::{GenConfig, SizeClass, Values, generate, interpret, seeded_input, seeded_inputs};
+use lncsim_tnc::TncBug;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+pub use plant::PlantedBug;
+pub use report::{Check, CheckResult, RunReport, Stage};
+
+use crate::device::{Fault, FaultPlan as DeviceFaults, SimDevice};
+use crate::tnc::{LoaderSpec, TncScenario};
+use crate::{DmaSpikes, FaultPlan, SimConfig, Simulation, StallFault};
+
+/// Where the run's program comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The seeded generator (its size class is kept for the replay command).
+    Generated(GenConfig, Option<SizeClass>),
+    /// A program in the text format, read from `path`.
+    Program {
+        /// The parsed program.
+        module: Module,
+        /// Where it came from (for the replay command).
+        path: String,
+    },
+    /// A NEFF packed by lncsim, read from `path`: loaded and executed on seeded inputs.
+    Neff {
+        /// The file's bytes.
+        bytes: Vec<u8>,
+        /// Where it came from.
+        path: String,
+    },
+}
+
+/// A device fault during load: the k-th (0-based) `mem_alloc` or `copy_in` fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoadFault {
+    /// Fail the k-th `mem_alloc`.
+    Alloc(u64),
+    /// Fail the k-th `copy_in`.
+    CopyIn(u64),
+}
+
+/// The faults a run injects (a swarm draws them per seed).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Faults {
+    /// Stall one core for a long time at a seeded moment.
+    pub stall: bool,
+    /// DMA latency spikes.
+    pub dma_spikes: bool,
+    /// A faulty load before the real one: it must fail with a typed error and leave nothing behind.
+    pub load: Option<LoadFault>,
+    /// Concurrent loaders of the TNC cache, stepped by the seeded scheduler (0 = none).
+    pub loaders: u32,
+}
+
+/// Everything that shapes one run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunConfig {
+    /// The program or NEFF.
+    pub source: Source,
+    /// Drives inputs, the staging order, jitter and faults.
+    pub seed: u64,
+    /// Seeded latency jitter (schedule exploration).
+    pub jitter: bool,
+    /// Injected faults.
+    pub faults: Faults,
+    /// A bug planted on purpose.
+    pub plant: Option<PlantedBug>,
+    /// Keep the simulator's trace for a Chrome/Perfetto file.
+    pub trace: bool,
+    /// The simulator's event budget.
+    pub events_max: u64,
+    /// The compiler pipeline's options.
+    pub pipeline: PipelineOptions,
+}
+
+/// The simulator's default event budget.
+pub const DEFAULT_EVENTS_MAX: u64 = 100_000_000;
+
+impl RunConfig {
+    /// A generated program `GenConfig::new(seed, cores, size)`, no jitter, no faults.
+    pub fn generated(seed: u64, cores: u32, size: SizeClass) -> Self {
+        RunConfig {
+            source: Source::Generated(GenConfig::new(seed, cores, size), Some(size)),
+            seed,
+            jitter: false,
+            faults: Faults::default(),
+            plant: None,
+            trace: false,
+            events_max: DEFAULT_EVENTS_MAX,
+            pipeline: PipelineOptions::default(),
+        }
+    }
+
+    /// The one command that replays this run, when one exists (a shrunk or
+    /// hand-edited generator config has no flags: print its program instead).
+    pub fn replay(&self) -> Option<String> {
+        let mut cmd = match &self.source {
+            Source::Generated(g, Some(size)) if *g == GenConfig::new(g.seed, g.cores, *size) && g.seed == self.seed => {
+                format!("lncsim run --seed {} --cores {} --size {}", self.seed, g.cores, size_name(*size))
+            }
+            Source::Generated(..) => return None,
+            Source::Program { path, .. } | Source::Neff { path, .. } => {
+                format!("lncsim run {path} --seed {}", self.seed)
+            }
+        };
+        if self.jitter {
+            cmd.push_str(" --jitter");
+        }
+        let mut faults = Vec::new();
+        if self.faults.stall {
+            faults.push("stall".to_string());
+        }
+        if self.faults.dma_spikes {
+            faults.push("dma".to_string());
+        }
+        match self.faults.load {
+            Some(LoadFault::Alloc(k)) => faults.push(format!("load-alloc={k}")),
+            Some(LoadFault::CopyIn(k)) => faults.push(format!("load-copyin={k}")),
+            None => {}
+        }
+        if !faults.is_empty() {
+            cmd.push_str(&format!(" --faults {}", faults.join(",")));
+        }
+        if self.faults.loaders > 0 {
+            cmd.push_str(&format!(" --loaders {}", self.faults.loaders));
+        }
+        if let Some(p) = self.plant {
+            cmd.push_str(&format!(" --plant {p}"));
+        }
+        if self.events_max != DEFAULT_EVENTS_MAX {
+            cmd.push_str(&format!(" --events-max {}", self.events_max));
+        }
+        Some(cmd)
+    }
+}
+
+/// The `--size` word of a size class.
+pub fn size_name(s: SizeClass) -> &'static str {
+    match s {
+        SizeClass::Small => "small",
+        SizeClass::Medium => "medium",
+        SizeClass::Large => "large",
+    }
+}
+
+/// Runs the whole flow for `cfg` and checks every invariant.
+pub fn run(cfg: &RunConfig) -> RunReport {
+    let mut r = RunReport::new(cfg.seed, cfg.replay());
+    match &cfg.source {
+        Source::Neff { bytes, .. } => execute_neff(cfg, bytes, None, None, &mut r),
+        Source::Generated(g, _) => run_program(cfg, &generate(g), &mut r),
+        Source::Program { module, .. } => run_program(cfg, module, &mut r),
+    }
+    tnc(cfg, &mut r);
+    r
+}
+
+fn run_program(cfg: &RunConfig, program: &Module, r: &mut RunReport) {
+    r.program = program.name.clone();
+    r.cores = program.attrs.lnc_size;
+    r.instructions = program.functions.iter().map(|f| f.insts.len()).sum();
+    if let Err(e) = program.verify() {
+        return r.stage("program", Err(e.to_string()));
+    }
+    r.stage("program", Ok(format!("{} ({} cores, {} instructions)", program.name, r.cores, r.instructions)));
+    let inputs = seeded_inputs(program, cfg.seed);
+    let mut golden = match interpret(program, &inputs) {
+        Ok(g) => g,
+        Err(e) => return r.stage("interpret", Err(e.to_string())),
+    };
+    // An output no instruction writes has no producing core: the splitter drops it
+    // and the linker's fixOutputKind erases it, so it is no output of the NEFF either.
+    let written: std::collections::BTreeSet<&str> = program
+        .functions
+        .iter()
+        .flat_map(|f| f.insts.iter().filter_map(|i| i.write()))
+        .map(|a| program.loc(a.loc).name.as_str())
+        .collect();
+    golden.retain(|name, _| written.contains(name.as_str()));
+    r.stage("interpret", Ok(format!("{} outputs", golden.len())));
+    let (mut per_core, report) = match build_pipeline(&cfg.pipeline).run_per_core(program) {
+        Ok(x) => x,
+        Err(e) => return r.stage("split + allocate", Err(e.to_string())),
+    };
+    r.stage(
+        "split + allocate",
+        Ok(format!("{} modules; HBM {} B (shared counted once)", per_core.len(), report.hbm.total)),
+    );
+    if cfg.plant == Some(PlantedBug::OverlapLiveTensors) && !plant(r, plant::overlap_live_tensors(&mut per_core)) {
+        return;
+    }
+    if !cfg.pipeline.disable_dram_allocation {
+        let v = check_modules(&per_core, &cfg.pipeline.check_config(&report));
+        r.check("IR checker: live tensors disjoint, floors, ceilings, shared = views", &[1, 3], list(&v));
+    }
+    let interleaved = run_interleaved(&per_core, &inputs, cfg.seed);
+    r.check(
+        "split modules in a seeded barrier order give the interpreter's outputs",
+        &[5],
+        match interleaved {
+            Ok(out) => compare(&golden, &out),
+            Err(e) => Err(e.to_string()),
+        },
+    );
+    let mut linked = match link(&per_core) {
+        Ok(m) => m,
+        Err(e) => return r.stage("link", Err(e.to_string())),
+    };
+    r.stage("link", Ok(format!("{} ({} functions)", linked.name, linked.functions.len())));
+    if cfg.plant == Some(PlantedBug::DuplicateBarrierId) && !plant(r, plant::duplicate_barrier_id(&mut linked)) {
+        return;
+    }
+    r.check(
+        "link checker: barrier ids unique and dense, shared tensors unified",
+        &[1, 2],
+        list(&check_link(&per_core, &linked)),
+    );
+    let mut codes = match codegen(&linked) {
+        Ok(c) => c,
+        Err(e) => return r.stage("codegen", Err(e.to_string())),
+    };
+    r.stage("codegen", Ok(format!("{} records", record_count(&codes))));
+    if cfg.plant == Some(PlantedBug::UnsyncedShared) && !plant(r, plant::unsync_shared(&mut codes)) {
+        return;
+    }
+    if cfg.plant == Some(PlantedBug::DropSemSignal) && !plant(r, plant::drop_sem_signal(&mut codes)) {
+        return;
+    }
+    let bytes = match pack_code(
+        &linked.name,
+        linked.attrs.lnc_size,
+        &codes,
+        &PackOptions { seed: cfg.seed, ..PackOptions::default() },
+    ) {
+        Ok(b) => b,
+        Err(e) => return r.stage("package", Err(e.to_string())),
+    };
+    r.stage("package", Ok(format!("NEFF of {} bytes", bytes.len())));
+    execute_neff(cfg, &bytes, Some(&golden), Some(inputs), r);
+}
+
+/// Records a plant; false (and a failed stage) when the program offers no place for it.
+fn plant(r: &mut RunReport, outcome: Result<String, String>) -> bool {
+    let ok = outcome.is_ok();
+    r.stage("plant", outcome.map_err(|e| format!("cannot plant here: {e}")));
+    ok
+}
+
+fn record_count(codes: &[CoreCode]) -> usize {
+    codes.iter().flat_map(|c| &c.engines).map(|e| e.records.len()).sum()
+}
+
+fn list<T: std::fmt::Display>(v: &[T]) -> Result<(), String> {
+    match v {
+        [] => Ok(()),
+        [one] => Err(one.to_string()),
+        [first, rest @ ..] => Err(format!("{first} (and {} more)", rest.len())),
+    }
+}
+
+fn compare(golden: &Values, got: &Values) -> Result<(), String> {
+    for (name, want) in golden {
+        match got.get(name) {
+            None => return Err(format!("output `{name}` missing")),
+            Some(v) if v != want => {
+                let i = v.iter().zip(want).position(|(a, b)| a != b).unwrap_or(v.len().min(want.len()));
+                return Err(format!("output `{name}` differs first at element {i}"));
+            }
+            Some(_) => {}
+        }
+    }
+    match got.keys().find(|k| !golden.contains_key(*k)) {
+        Some(extra) => Err(format!("unexpected output `{extra}`")),
+        None => Ok(()),
+    }
+}
+
+/// A device of `lnc` physical cores in one vnc.
+fn device(lnc: u32) -> SimDevice {
+    SimDevice::new(lnc.max(1), lnc.max(1))
+}
+
+/// Loads with the staging fan-out stepped in a seeded order (no threads).
+fn load(rt: &Runtime<SimDevice>, bytes: &[u8], seed: u64) -> Result<lncsim_model::load::NrtModel, String> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x10AD_10AD);
+    rt.nrt_load_stepped(bytes, -1, -1, &mut |steps| rng.random_range(0..steps.len().max(1)))
+        .0
+        .map_err(|e| e.to_string())
+}
+
+fn execute_neff(cfg: &RunConfig, bytes: &[u8], golden: Option<&Values>, inputs: Option<Values>, r: &mut RunReport) {
+    let header = match NeffHeader::parse(bytes) {
+        Ok(h) => h,
+        Err(e) => return r.stage("load", Err(e.to_string())),
+    };
+    let lnc = header.lnc_size.max(1);
+    if r.cores == 0 {
+        r.cores = lnc;
+        r.program = header.name_str();
+    }
+    if let Some(f) = cfg.faults.load {
+        faulty_load(bytes, lnc, f, cfg.seed, r);
+    }
+    let rt = Runtime::new(device(lnc));
+    let model = match load(&rt, bytes, cfg.seed) {
+        Ok(m) => m,
+        Err(e) => return r.stage("load", Err(e)),
+    };
+    let images = match rt.core_images(model.h_nn) {
+        Ok(i) => i,
+        Err(e) => return r.stage("load", Err(e.to_string())),
+    };
+    r.hbm_bytes = rt.device().allocations().iter().map(|a| a.size).sum();
+    r.stage(
+        "load",
+        Ok(format!("READY: H_NN {}, {} cores staged, {} B of HBM allocated", model.h_nn.0, images.len(), r.hbm_bytes)),
+    );
+    let inputs = inputs.unwrap_or_else(|| neff_inputs(&images, cfg.seed));
+    let dev = rt.device();
+    if let Err(e) = crate::io::write_inputs(dev, &images, &inputs) {
+        return r.stage("execute", Err(e.to_string()));
+    }
+    let records: u64 = images.iter().flat_map(|i| &i.engines).map(|e| e.records).sum();
+    let sim_cfg = SimConfig {
+        seed: cfg.seed,
+        jitter: cfg.jitter.then(crate::Jitter::default),
+        faults: sim_faults(cfg, lnc, records),
+        events_max: cfg.events_max,
+        trace: cfg.trace,
+        ..SimConfig::default()
+    };
+    let mut sim = match Simulation::new(dev, &images, sim_cfg) {
+        Ok(s) => s,
+        Err(e) => return r.stage("execute", Err(e.to_string())),
+    };
+    let report = sim.run();
+    let outputs = sim
+        .write_back(dev)
+        .map_err(|e| e.to_string())
+        .and_then(|()| crate::io::read_outputs(dev, &images).map_err(|e| e.to_string()));
+    r.stage(
+        "execute",
+        Ok(format!(
+            "{:?} at {} ns, {} instructions, {} events",
+            report.outcome, report.time_ns, report.instructions, report.events
+        )),
+    );
+    runtime_checks(&report, r);
+    if let Some(golden) = golden {
+        r.check("simulated outputs equal the interpreter's", &[5], outputs.and_then(|o| compare(golden, &o)));
+    } else if let Err(e) = outputs {
+        r.check("outputs read back", &[5], Err(e));
+    }
+    r.trace_hash = Some(report.trace_hash);
+    r.sim = Some(report);
+    let unloaded = rt.nrt_unload(&model).map_err(|e| e.to_string()).and_then(|()| {
+        let live = rt.device().live_allocations();
+        if live == 0 && rt.registered().is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{live} allocations left after unload"))
+        }
+    });
+    r.check("unload leaves the device empty and nothing registered", &[6], unloaded);
+}
+
+/// Seeded values for every input variable of a loaded NEFF (by name, like `seeded_inputs`).
+fn neff_inputs(images: &[CoreImage], seed: u64) -> Values {
+    images
+        .iter()
+        .flat_map(|i| &i.vars)
+        .filter(|v| v.kind == VarKind::Input)
+        .map(|v| (v.name.clone(), seeded_input(&v.name, v.size / 4, seed)))
+        .collect()
+}
+
+fn sim_faults(cfg: &RunConfig, cores: u32, records: u64) -> FaultPlan {
+    let horizon = records.max(1) * 500;
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x57A1_1000);
+    let mut plan = FaultPlan::default();
+    if cfg.faults.stall {
+        let at_ns = rng.random_range(0..horizon);
+        plan.stalls.push(StallFault { core: rng.random_range(0..cores.max(1)), at_ns, duration_ns: horizon });
+    }
+    if cfg.faults.dma_spikes {
+        plan.dma_spikes =
+            Some(DmaSpikes { permille: rng.random_range(10..=250), extra_ns: rng.random_range(1_000..=20_000) });
+    }
+    plan
+}
+
+/// A load with an injected device fault must fail with a typed error and leave
+/// no allocation, no registered model and no vnc claim behind (invariant 6).
+fn faulty_load(bytes: &[u8], lnc: u32, fault: LoadFault, seed: u64, r: &mut RunReport) {
+    let dev = device(lnc);
+    dev.set_fault_plan(DeviceFaults {
+        faults: vec![match fault {
+            LoadFault::Alloc(k) => Fault::Alloc(k),
+            LoadFault::CopyIn(k) => Fault::CopyIn(k),
+        }],
+    });
+    let rt = Runtime::new(dev);
+    let outcome = match load(&rt, bytes, seed) {
+        Ok(m) => {
+            // The load needed fewer operations than the fault index: nothing to check but a clean unload.
+            let unloaded = rt.nrt_unload(&m).map_err(|e| e.to_string());
+            unloaded.map(|()| format!("{fault:?} not reached: the load succeeded"))
+        }
+        Err(e) => {
+            let live = rt.device().live_allocations();
+            let claimed: u32 = rt.vnc_usage().iter().sum();
+            if live == 0 && rt.registered().is_empty() && claimed == 0 {
+                Ok(format!("{fault:?}: {e}"))
+            } else {
+                Err(format!(
+                    "after `{e}`: {live} allocations, {} models, {claimed} vnc claims left",
+                    rt.registered().len()
+                ))
+            }
+        }
+    };
+    r.check("a faulty load fails cleanly: nothing allocated, registered or claimed", &[6], outcome.map(|_| ()));
+}
+
+fn runtime_checks(s: &crate::SimReport, r: &mut RunReport) {
+    let kinds = |ks: &[&str]| -> Result<(), String> {
+        let v: Vec<String> = s.violations.iter().filter(|v| ks.contains(&v.kind())).map(|v| v.to_string()).collect();
+        list(&v)
+    };
+    r.check("every core's access to a shared tensor hits one address", &[1], kinds(&["unequal", "unequal-access"]));
+    r.check(
+        "barriers: no slot collision, every group complete, no deadlock",
+        &[2],
+        kinds(&["slot-collision", "barrier-mismatch", "deadlock"]),
+    );
+    r.check(
+        "shadow memory: no access outside its tensor, no clobber of a live tensor",
+        &[3],
+        kinds(&["out-of-var", "clobber", "unmapped"]),
+    );
+    r.check("happens-before: no unsynchronised conflicting accesses", &[5], kinds(&["race"]));
+    r.check("execution: legal records, within the event budget", &[5], kinds(&["illegal", "event-budget"]));
+}
+
+/// The TNC cache under seeded interleavings of concurrent loaders (invariant 4).
+fn tnc(cfg: &RunConfig, r: &mut RunReport) {
+    let planted = cfg.plant == Some(PlantedBug::TncNoWake);
+    if cfg.faults.loaders == 0 && !planted {
+        return;
+    }
+    let scenario = if planted {
+        // A creator whose parse fails while others wait for it: the planted bug never wakes them.
+        let loaders = cfg.faults.loaders.max(3);
+        let mut s = TncScenario::random(cfg.seed, loaders as usize, 1, 0);
+        for (i, l) in s.loaders.iter_mut().enumerate() {
+            *l = LoaderSpec { uuid: [7; 16], arrive_ns: i as u64 * 10, parse_fails: i == 0 };
+        }
+        s.with_bug(TncBug::NoWakeOnFailure)
+    } else {
+        TncScenario::random(cfg.seed, cfg.faults.loaders as usize, 1 + (cfg.seed % 2) as usize, 250)
+    };
+    let t = scenario.run();
+    let outcome = if t.passed() {
+        Ok(())
+    } else {
+        Err(t.violations.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("; "))
+    };
+    r.stage("tnc", Ok(format!("{} loaders, {} steps", t.loaders.len(), t.steps)));
+    r.check("TNC cache: every loader finishes, slot back to UNINIT, ref count 0", &[4], outcome);
+}

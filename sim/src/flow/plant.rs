@@ -1,0 +1,181 @@
+//! Planted bugs (issue 7 item 9): a runtime setting of the run, never a
+//! `cfg(test)` build, that breaks one stage on purpose so a test (or
+//! `lncsim run --plant NAME`) can see that the check meant to catch it does.
+//!
+//! Each plant edits one stage's output and returns what it did, or why this
+//! program offers no place to plant it (for example, one core has no
+//! cross-core barrier to duplicate).
+
+use std::fmt;
+
+use lncsim_model::codegen::record::{FLAG_SIGNAL, Opcode};
+use lncsim_model::codegen::{CoreCode, VarKind};
+use lncsim_model::ir::{InstId, MemLocId, MemType, Module, Op, Usage};
+
+/// A bug the run plants in one stage's output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PlantedBug {
+    /// After allocation: a tensor placed over another one that is still live.
+    OverlapLiveTensors,
+    /// After link: one core's barrier takes the slot id another core's barrier holds.
+    DuplicateBarrierId,
+    /// After codegen: one core's view of a shared tensor points elsewhere (a missed sync).
+    UnsyncedShared,
+    /// After codegen: the last semaphore signal another engine waits for is dropped.
+    DropSemSignal,
+    /// In the TNC cache: waiters of a failed creator are never woken.
+    TncNoWake,
+}
+
+impl PlantedBug {
+    /// Every planted bug.
+    pub const ALL: [PlantedBug; 5] = [
+        PlantedBug::OverlapLiveTensors,
+        PlantedBug::DuplicateBarrierId,
+        PlantedBug::UnsyncedShared,
+        PlantedBug::DropSemSignal,
+        PlantedBug::TncNoWake,
+    ];
+
+    /// The name `--plant` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            PlantedBug::OverlapLiveTensors => "overlap-live-tensors",
+            PlantedBug::DuplicateBarrierId => "duplicate-barrier-id",
+            PlantedBug::UnsyncedShared => "unsynced-shared",
+            PlantedBug::DropSemSignal => "drop-sem-signal",
+            PlantedBug::TncNoWake => "tnc-no-wake",
+        }
+    }
+
+    /// The bug named `name`.
+    pub fn from_name(name: &str) -> Option<PlantedBug> {
+        PlantedBug::ALL.into_iter().find(|b| b.name() == name)
+    }
+}
+
+impl fmt::Display for PlantedBug {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// First def and last read position (in function order) of every private DRAM tensor of function `fi`.
+fn spans(m: &Module, fi: usize) -> Vec<(MemLocId, usize, usize)> {
+    let f = &m.functions[fi];
+    let mut first_def: Vec<Option<usize>> = vec![None; m.memlocs.len()];
+    let mut last_read: Vec<Option<usize>> = vec![None; m.memlocs.len()];
+    for (pos, id) in f.order().enumerate() {
+        let inst = &f.insts[id.index()];
+        for r in inst.reads() {
+            last_read[r.loc.index()] = Some(pos);
+        }
+        if let Some(w) = inst.write() {
+            first_def[w.loc.index()].get_or_insert(pos);
+        }
+    }
+    (0..m.memlocs.len())
+        .filter_map(|i| {
+            let l = &m.memlocs[i];
+            let private = l.mem_type == MemType::Dram && matches!(l.usage, Usage::Internal | Usage::Spill);
+            match (private && l.address.is_some(), first_def[i], last_read[i]) {
+                (true, Some(d), Some(u)) if d < u => Some((MemLocId::from_index(i), d, u)),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// Places a tensor B over a tensor A that B's write finds still live (A is read after it).
+pub fn overlap_live_tensors(per_core: &mut [Module]) -> Result<String, String> {
+    for m in per_core.iter_mut() {
+        for fi in 0..m.functions.len() {
+            let s = spans(m, fi);
+            for &(a, def_a, use_a) in &s {
+                let hit = s.iter().find(|&&(b, def_b, _)| b != a && def_a < def_b && def_b < use_a);
+                if let Some(&(b, _, _)) = hit {
+                    let addr = m.memlocs[a.index()].address;
+                    m.memlocs[b.index()].address = addr;
+                    let core = m.attrs.neuron_core_id.unwrap_or(0);
+                    let (an, bn) = (&m.memlocs[a.index()].name, &m.memlocs[b.index()].name);
+                    return Ok(format!("core {core}: `{bn}` placed over `{an}` while `{an}` is live"));
+                }
+            }
+        }
+    }
+    Err("no two private tensors are live at once".into())
+}
+
+/// Gives core 1's completion barrier the slot id core 0's completion barrier holds.
+pub fn duplicate_barrier_id(linked: &mut Module) -> Result<String, String> {
+    // The last barrier of each core function: the linker's completion barrier, one group, all cores.
+    let last_barrier = |m: &Module, fi: usize| -> Option<(InstId, u32)> {
+        let f = &m.functions[fi];
+        f.order()
+            .filter_map(|id| if let Op::CoreBarrier(b) = &f.insts[id.index()].op { Some((id, b.id)) } else { None })
+            .last()
+    };
+    let cores: Vec<usize> =
+        (0..linked.functions.len()).filter(|&fi| linked.functions[fi].attrs.neuron_core_id.is_some()).collect();
+    let [f0, f1, ..] = cores[..] else {
+        return Err("a duplicated barrier id needs at least two cores".into());
+    };
+    let (Some((_, id0)), Some((i1, _))) = (last_barrier(linked, f0), last_barrier(linked, f1)) else {
+        return Err("the core functions have no barriers".into());
+    };
+    let holder = linked.functions[f0].name.clone();
+    let f = &mut linked.functions[f1];
+    let name = f.insts[i1.index()].name.clone();
+    if let Op::CoreBarrier(b) = &mut f.insts[i1.index()].op {
+        b.id = id0;
+    }
+    Ok(format!("`{}`: `{name}` now uses slot {id0}, which `{holder}` also holds", f.name))
+}
+
+/// Moves one core's view of a shared tensor by a page, as if sync never copied the address.
+pub fn unsync_shared(codes: &mut [CoreCode]) -> Result<String, String> {
+    let shared_of = |c: &CoreCode, name: &str| -> Option<usize> {
+        c.vars.iter().position(|v| {
+            v.name == name
+                && matches!(v.kind, VarKind::Virtual { backing, .. }
+                    if matches!(c.vars.get(backing as usize).map(|b| &b.kind), Some(VarKind::SharedScratch)))
+        })
+    };
+    for k in (1..codes.len()).rev() {
+        let names: Vec<String> = codes[k].vars.iter().map(|v| v.name.clone()).collect();
+        for name in names {
+            let Some(vi) = shared_of(&codes[k], &name) else { continue };
+            if !codes[..k].iter().any(|c| shared_of(c, &name).is_some()) {
+                continue;
+            }
+            let c = &mut codes[k];
+            let size = c.vars[vi].size;
+            let VarKind::Virtual { backing, offset } = c.vars[vi].kind else { continue };
+            let limit = c.vars[backing as usize].size;
+            let moved = if offset >= 4096 { offset - 4096 } else { offset + 4096 };
+            if moved + size > limit {
+                continue;
+            }
+            c.vars[vi].kind = VarKind::Virtual { backing, offset: moved };
+            return Ok(format!("core {}: shared `{name}` at +{moved:#x} instead of +{offset:#x}", c.core));
+        }
+    }
+    Err("no shared tensor is seen by two cores".into())
+}
+
+/// Drops the signal of the last signalling record of one engine: its waiter can never run.
+pub fn drop_sem_signal(codes: &mut [CoreCode]) -> Result<String, String> {
+    for c in codes.iter_mut() {
+        for e in c.engines.iter_mut() {
+            let last = e.records.iter().rposition(|r| r.flags & FLAG_SIGNAL != 0 && r.opcode != Opcode::Ext);
+            if let Some(i) = last {
+                e.records[i].flags &= !FLAG_SIGNAL;
+                return Ok(format!(
+                    "core {} {:?}: record {i} no longer signals semaphore {}",
+                    c.core, e.engine, e.records[i].signal
+                ));
+            }
+        }
+    }
+    Err("no record signals a semaphore".into())
+}

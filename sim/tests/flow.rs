@@ -1,0 +1,133 @@
+//! The whole flow (`lncsim run` / `lncsim swarm`): generated race-free programs
+//! pass every check, runs are deterministic, each planted bug is reported by the
+//! check meant to catch it, a 200-seed swarm passes, and shrinking keeps the failure.
+#![allow(clippy::unwrap_used)]
+
+use lncsim_model::program::{GenConfig, SizeClass};
+use lncsim_sim::flow::shrink::shrink;
+use lncsim_sim::flow::swarm::{SwarmConfig, swarm};
+use lncsim_sim::flow::{PlantedBug, RunConfig, Source, run};
+use proptest::prelude::*;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn generated_programs_pass_every_check(
+        seed in any::<u64>(),
+        cores in 1u32..=8,
+        ops in 1u32..40,
+        size_bits in 0u32..12,
+        handoff_pct in 0u32..=100,
+        allreduces in 0u32..3,
+        jitter in any::<bool>(),
+    ) {
+        let g = GenConfig { seed, cores, ops, max_elems: 1 << size_bits, handoff_pct, allreduces, outputs: 2 };
+        let cfg = RunConfig { source: Source::Generated(g, None), jitter, ..RunConfig::generated(seed, cores, SizeClass::Small) };
+        let r = run(&cfg);
+        prop_assert!(r.passed(), "{}", r);
+        prop_assert!(r.checks.iter().any(|c| c.name == "simulated outputs equal the interpreter's"), "{}", r);
+    }
+}
+
+#[test]
+fn the_same_config_gives_the_same_report_and_trace_hash() {
+    let mut cfg = RunConfig::generated(42, 4, SizeClass::Small);
+    cfg.jitter = true;
+    cfg.faults.stall = true;
+    cfg.faults.dma_spikes = true;
+    let (a, b) = (run(&cfg), run(&cfg));
+    assert!(a.passed(), "{a}");
+    assert_eq!(a.to_json(), b.to_json());
+    assert!(a.trace_hash.is_some());
+    cfg.seed = 43;
+    assert_ne!(run(&cfg).trace_hash, a.trace_hash, "the seed reaches the schedule");
+}
+
+/// Each planted bug and the check that must report it.
+#[test]
+fn each_planted_bug_is_reported_by_the_check_that_should_catch_it() {
+    let expect: [(PlantedBug, &str); 5] = [
+        (PlantedBug::OverlapLiveTensors, "IR checker: live tensors disjoint, floors, ceilings, shared = views"),
+        (PlantedBug::DuplicateBarrierId, "barriers: no slot collision, every group complete, no deadlock"),
+        (PlantedBug::UnsyncedShared, "every core's access to a shared tensor hits one address"),
+        (PlantedBug::DropSemSignal, "barriers: no slot collision, every group complete, no deadlock"),
+        (PlantedBug::TncNoWake, "TNC cache: every loader finishes, slot back to UNINIT, ref count 0"),
+    ];
+    for (bug, check) in expect {
+        let mut hits = 0;
+        for seed in 0..8 {
+            let mut cfg = RunConfig::generated(seed, 4, SizeClass::Small);
+            cfg.plant = Some(bug);
+            let r = run(&cfg);
+            assert!(!r.passed(), "{bug} on seed {seed} went unnoticed:\n{r}");
+            assert!(r.replay.as_deref().unwrap().contains(&format!("--plant {bug}")));
+            if r.failed_checks().contains(&check) {
+                hits += 1;
+            }
+        }
+        assert_eq!(hits, 8, "{bug}: `{check}` reported it on {hits} of 8 seeds");
+    }
+    // The link checker also sees the duplicated id before anything runs.
+    let mut cfg = RunConfig::generated(1, 4, SizeClass::Small);
+    cfg.plant = Some(PlantedBug::DuplicateBarrierId);
+    assert!(run(&cfg).failed_checks().contains(&"link checker: barrier ids unique and dense, shared tensors unified"));
+}
+
+#[test]
+fn a_plant_with_no_place_is_a_failed_stage_not_a_pass() {
+    let mut cfg = RunConfig::generated(0, 1, SizeClass::Small);
+    cfg.plant = Some(PlantedBug::DuplicateBarrierId);
+    let r = run(&cfg);
+    assert!(!r.passed());
+    assert!(r.stages.iter().any(|s| s.name == "plant" && s.outcome.as_ref().is_err_and(|e| e.contains("two cores"))));
+}
+
+#[test]
+fn a_swarm_over_200_seeds_passes() {
+    let cfg = SwarmConfig { seeds: 0..200, jobs: 2, cores_max: 8, check_determinism: false, plant: None };
+    let report = swarm(&cfg, &|_| {});
+    assert_eq!(report.outcomes.len(), 200);
+    let failed: Vec<String> = report.failed().map(|o| format!("seed {}: {:?}", o.seed, o.failures)).collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+    // The mixes really vary: several core counts, jitter, faults and loaders all occur.
+    let mixes: Vec<&str> = report.outcomes.iter().map(|o| o.mix.as_str()).collect();
+    for feature in ["jitter", "stall", "dma", "alloc", "loaders", "8 cores", "1 cores", "medium"] {
+        assert!(mixes.iter().any(|m| m.contains(feature)), "no seed drew `{feature}`");
+    }
+}
+
+#[test]
+fn a_swarm_reports_a_planted_bug_on_every_seed_with_its_replay_command() {
+    let cfg = SwarmConfig {
+        seeds: 0..12,
+        jobs: 2,
+        cores_max: 4,
+        check_determinism: true,
+        plant: Some(PlantedBug::TncNoWake),
+    };
+    let report = swarm(&cfg, &|_| {});
+    assert_eq!(report.failed().count(), 12);
+    for o in report.failed() {
+        assert!(o.replay.as_deref().unwrap().starts_with(&format!("lncsim run --seed {} ", o.seed)));
+        assert!(!o.failures.iter().any(|f| f.starts_with("determinism")), "{o:?}");
+    }
+}
+
+#[test]
+fn shrinking_keeps_the_failure_and_makes_the_program_smaller() {
+    let mut cfg = RunConfig::generated(5, 4, SizeClass::Small);
+    cfg.plant = Some(PlantedBug::OverlapLiveTensors);
+    let s = shrink(&cfg, 400).unwrap();
+    assert!(!s.report.passed());
+    assert!(s.report.failed_checks().contains(&"IR checker: live tensors disjoint, floors, ceilings, shared = views"));
+    let original = lncsim_model::program::generate(&GenConfig::new(5, 4, SizeClass::Small));
+    assert!(
+        s.program.functions[0].insts.len() < original.functions[0].insts.len() / 2,
+        "{}",
+        lncsim_model::ir::print(&s.program)
+    );
+    assert!(s.program.attrs.lnc_size <= 4);
+    // A passing run has nothing to shrink.
+    assert!(shrink(&RunConfig::generated(5, 4, SizeClass::Small), 10).is_none());
+}

@@ -1,0 +1,126 @@
+//! `lncsim swarm`: many seeds, each with its own feature mix, with a progress
+//! bar, every failing seed's replay command and a summary table.
+
+use std::ops::Range;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use lncsim_sim::flow::PlantedBug;
+use lncsim_sim::flow::swarm::{SwarmConfig, swarm};
+
+use super::CliError;
+
+/// Arguments of `lncsim swarm`.
+#[derive(Debug, Args)]
+pub struct SwarmArgs {
+    /// The seeds to run, `A..B` (B exclusive); shard a job array by range.
+    #[arg(long, value_parser = parse_range)]
+    pub seeds: Range<u64>,
+    /// Worker threads.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub jobs: u32,
+    /// Most cores a seed may draw.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub cores_max: u32,
+    /// Run every seed twice and compare trace hashes and reports.
+    #[arg(long)]
+    pub check_determinism: bool,
+    /// Plant a bug in every run (see `lncsim run --plant`), to see the swarm report it.
+    #[arg(long, value_name = "NAME")]
+    pub plant: Option<String>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Parses `A..B`.
+fn parse_range(s: &str) -> Result<Range<u64>, String> {
+    let (a, b) = s.split_once("..").ok_or_else(|| format!("`{s}` is not a range A..B"))?;
+    let a: u64 = a.trim().parse().map_err(|_| format!("`{a}` is not a number"))?;
+    let b: u64 = b.trim().parse().map_err(|_| format!("`{b}` is not a number"))?;
+    if b <= a {
+        return Err(format!("empty range {a}..{b}"));
+    }
+    Ok(a..b)
+}
+
+/// Runs the swarm.
+pub fn run(a: SwarmArgs) -> Result<ExitCode, CliError> {
+    let plant = match &a.plant {
+        None => None,
+        Some(n) => {
+            Some(PlantedBug::from_name(n).ok_or_else(|| CliError::BadInput(format!("--plant: unknown bug `{n}`")))?)
+        }
+    };
+    let cfg = SwarmConfig {
+        seeds: a.seeds.clone(),
+        jobs: a.jobs as usize,
+        cores_max: a.cores_max,
+        check_determinism: a.check_determinism,
+        plant,
+    };
+    let total = a.seeds.end - a.seeds.start;
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} seeds  {msg}  {per_sec}  eta {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let failures = std::sync::atomic::AtomicU64::new(0);
+    let started = Instant::now();
+    let report = swarm(&cfg, &|o| {
+        if !o.passed {
+            let n = failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            bar.set_message(format!("{n} failing"));
+        }
+        bar.inc(1);
+    });
+    bar.finish_and_clear();
+    let wall = started.elapsed();
+    let failed: Vec<_> = report.failed().collect();
+    let instructions: u64 = report.outcomes.iter().map(|o| o.instructions).sum();
+    if a.json {
+        let failing: Vec<serde_json::Value> = failed
+            .iter()
+            .map(|o| serde_json::json!({"seed": o.seed, "mix": o.mix, "failures": o.failures, "replay": o.replay}))
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({
+                "seeds": format!("{}..{}", a.seeds.start, a.seeds.end),
+                "runs": report.outcomes.len(),
+                "failed": failed.len(),
+                "simulated_instructions": instructions,
+                "wall_ms": wall.as_millis() as u64,
+                "failing": failing,
+            })
+        );
+    } else {
+        for o in &failed {
+            println!("FAIL seed {} ({})", o.seed, o.mix);
+            for f in &o.failures {
+                println!("     {f}");
+            }
+            println!("     replay: {}", o.replay.as_deref().unwrap_or("(no replay command)"));
+        }
+        println!(
+            "{:<10} {:>8} {:>8} {:>8} {:>16} {:>10}",
+            "seeds", "runs", "passed", "failed", "instructions", "wall s"
+        );
+        println!(
+            "{:<10} {:>8} {:>8} {:>8} {:>16} {:>10.1}",
+            format!("{}..{}", a.seeds.start, a.seeds.end),
+            report.outcomes.len(),
+            report.outcomes.len() - failed.len(),
+            failed.len(),
+            instructions,
+            wall.as_secs_f64()
+        );
+    }
+    if failed.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        Err(CliError::CheckFailed(format!("{} of {} seeds failed", failed.len(), report.outcomes.len())))
+    }
+}
