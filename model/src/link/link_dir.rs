@@ -138,22 +138,10 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), LinkDirError> {
     fs::write(path, bytes).map_err(io(path))
 }
 
-/// A `.npy` v1.0 file of little-endian int32 values, shape `(n,)`.
+/// A `.npy` v1.0 file of little-endian int32 values, shape `(n,)` (the NEFF's writer).
 fn npy_i32(values: &[i32]) -> Vec<u8> {
-    let mut header = format!("{{'descr': '<i4', 'fortran_order': False, 'shape': ({},), }}", values.len());
-    // Magic (6) + version (2) + header length (2) + header, padded to a multiple of 64, ending in '\n'.
-    while (10 + header.len() + 1) % 64 != 0 {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut out = Vec::with_capacity(10 + header.len() + values.len() * 4);
-    out.extend_from_slice(b"\x93NUMPY\x01\x00");
-    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    out.extend_from_slice(header.as_bytes());
-    for v in values {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    out
+    // A one-dimensional shape always matches its data, so the writer cannot refuse it.
+    crate::neff::npy::write_i4(&[values.len() as u64], values).unwrap_or_default()
 }
 
 /// `<up>/<target>` such that a link at `<mod_dir>/<link_rel>` points at `<mod_dir>/<target_rel>`.
