@@ -21,17 +21,9 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// `../shared/alloc-bench` above the workspace, or None (a failure under CI=true).
+/// `../shared/alloc-bench` (or `$LNCSIM_SHARED/alloc-bench`), or None (a failure under CI=true).
 fn bench_dir() -> Option<PathBuf> {
-    let found = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|a| a.join("shared").join("alloc-bench"))
-        .find(|d| d.is_dir());
-    if found.is_none() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "shared/alloc-bench is missing under CI=true");
-        eprintln!("skipped: no shared/alloc-bench directory above {}", env!("CARGO_MANIFEST_DIR"));
-    }
-    found
+    lncsim_model::testdata::require(Path::new(env!("CARGO_MANIFEST_DIR")), "alloc-bench")
 }
 
 const SMALL: &str = "id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\nb4,9,21,4\nb5,0,21,4\n";

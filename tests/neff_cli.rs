@@ -17,16 +17,7 @@ fn lncsim(args: &[&str]) -> (i32, String, String) {
 }
 
 fn real_neff() -> Option<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let p = root.ancestors().map(|a| a.join("shared/real-neff/matmul_small.neff")).find(|p| p.is_file());
-    if p.is_none() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true but shared/real-neff/matmul_small.neff is absent"
-        );
-        eprintln!("SKIP: shared/real-neff/matmul_small.neff not found above {}", root.display());
-    }
-    p
+    lncsim_model::testdata::require(&PathBuf::from(env!("CARGO_MANIFEST_DIR")), "real-neff/matmul_small.neff")
 }
 
 fn scratch(name: &str) -> PathBuf {

@@ -19,3 +19,4 @@ pub mod neff;
 pub mod pipeline;
 pub mod program;
 pub mod split;
+pub mod testdata;

@@ -15,7 +15,7 @@
 //!
 //! Exits 1 when a target is missed or a placement does not check clean.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -103,9 +103,9 @@ fn find_bench_dir() -> Option<PathBuf> {
     starts
         .into_iter()
         .flatten()
-        .flat_map(|s| s.ancestors().map(Path::to_path_buf).collect::<Vec<_>>())
-        .map(|a| a.join("shared").join("alloc-bench"))
-        .find(|d| d.is_dir())
+        .find_map(|s| lncsim_model::testdata::shared_dir(&s))
+        .map(|d| d.join("alloc-bench"))
+        .filter(|d| d.is_dir())
 }
 
 /// Runs `lncsim bench alloc`.

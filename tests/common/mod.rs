@@ -6,21 +6,15 @@ use std::path::PathBuf;
 use lncsim_model::program::GenConfig;
 use proptest::prelude::*;
 
-/// The shared data directory (`../shared` of the workspace root), if present.
+/// The shared data directory (`../shared` of the workspace root, or `$LNCSIM_SHARED`),
+/// if it holds `what`.
 ///
 /// Tests that need it skip with a printed reason when it is absent, except
 /// under `CI=true`, where absent data is a failure (DESIGN.md, "Shared data in tests").
 pub fn shared_dir(what: &str) -> Option<PathBuf> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let dir = root.ancestors().map(|a| a.join("shared")).find(|p| p.join("DESIGN.md").is_file());
-    match dir {
-        Some(d) if d.join(what).exists() => Some(d),
-        _ => {
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "shared data `{what}` is missing under CI=true");
-            eprintln!("SKIP: shared data `{what}` not found above {}", root.display());
-            None
-        }
-    }
+    lncsim_model::testdata::require(&root, what)?;
+    lncsim_model::testdata::shared_dir(&root)
 }
 
 /// A proptest strategy over generator configurations: cores in `cores`,

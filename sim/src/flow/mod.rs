@@ -349,6 +349,9 @@ fn execute_neff(cfg: &RunConfig, bytes: &[u8], golden: Option<&Values>, inputs: 
         return r.stage("execute", Err(e.to_string()));
     }
     let records: u64 = images.iter().flat_map(|i| &i.engines).map(|e| e.records).sum();
+    if r.instructions == 0 {
+        r.instructions = records as usize;
+    }
     let sim_cfg = SimConfig {
         seed: cfg.seed,
         jitter: cfg.jitter.then(crate::Jitter::default),

@@ -47,7 +47,7 @@ pub struct RunReport {
     pub program: String,
     /// Cores.
     pub cores: u32,
-    /// IR instructions of the program.
+    /// IR instructions of the program (staged records, for a NEFF source).
     pub instructions: usize,
     /// HBM allocated by the load.
     pub hbm_bytes: u64,

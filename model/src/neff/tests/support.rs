@@ -1,37 +1,12 @@
 //! Shared test helpers: a small valid NEFF, and the path of `../shared/`.
 
-use std::path::PathBuf;
-
 use crate::neff::{Compression, MemberTable, NeffWriter};
-
-/// `../shared/` of the workspace root: the first ancestor of the crate dir with a `shared/`.
-pub fn shared_dir() -> Option<PathBuf> {
-    let mut dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    loop {
-        let cand = dir.join("shared");
-        if cand.is_dir() {
-            return Some(cand);
-        }
-        if !dir.pop() {
-            return None;
-        }
-    }
-}
 
 /// The real NEFF's bytes; `None` (after printing why) when absent, a panic under `CI=true`.
 pub fn real_neff() -> Option<Vec<u8>> {
-    let path = shared_dir().map(|d| d.join("real-neff/matmul_small.neff"));
-    match path.as_ref().and_then(|p| std::fs::read(p).ok()) {
-        Some(b) => Some(b),
-        None => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI=true but ../shared/real-neff/matmul_small.neff is absent"
-            );
-            eprintln!("skipped: ../shared/real-neff/matmul_small.neff not found from {}", env!("CARGO_MANIFEST_DIR"));
-            None
-        }
-    }
+    let path =
+        crate::testdata::require(std::path::Path::new(env!("CARGO_MANIFEST_DIR")), "real-neff/matmul_small.neff")?;
+    std::fs::read(path).ok()
 }
 
 /// The members of a small, complete two-subgraph NEFF (manifests that cross-check).
