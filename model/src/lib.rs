@@ -11,6 +11,7 @@
 
 pub mod codegen;
 pub mod dram;
+mod fxhash;
 pub mod ir;
 pub mod link;
 pub mod load;

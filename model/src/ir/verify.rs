@@ -2,6 +2,9 @@
 //! type mismatch, reported as typed errors (all of them, not just the first).
 
 use std::collections::HashSet;
+use std::hash::BuildHasherDefault;
+
+use crate::fxhash::FxHasher;
 use std::fmt;
 
 use super::module::*;
@@ -124,7 +127,8 @@ impl Verifier<'_> {
 
     fn dups<'n>(&mut self, kind: &'static str, scope: &str, names: impl Iterator<Item = &'n str>) {
         // Insert-only (never iterated), so the hash order cannot leak into reports.
-        let mut seen = HashSet::new();
+        let mut seen: HashSet<&str, BuildHasherDefault<FxHasher>> =
+            HashSet::with_capacity_and_hasher(names.size_hint().0, BuildHasherDefault::default());
         for n in names {
             if !seen.insert(n) {
                 self.errs.push(VerifyError::Duplicate { kind, name: n.to_string(), scope: scope.to_string() });

@@ -4,6 +4,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
+use crate::fxhash::{FxHasher, IdentityHasher};
+
 use crate::ir::{MemLocId, MemoryLocation};
 
 /// Claimed names: the 64-bit Fx hash of each name -> the first location
@@ -58,44 +60,6 @@ impl NameTable {
                 }
             },
         }
-    }
-}
-
-/// Hashes a `u64` that already is a hash.
-#[derive(Default)]
-struct IdentityHasher(u64);
-
-impl Hasher for IdentityHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// The Fx hash (rustc's): a multiply-rotate over 8-byte words. Deterministic and fast on short names.
-#[derive(Default)]
-struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-    }
-    fn write_u8(&mut self, b: u8) {
-        self.write(&[b]);
-    }
-    fn finish(&self) -> u64 {
-        self.0
     }
 }
 
