@@ -23,6 +23,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::ir::*;
+use crate::marks;
 
 /// Why a program cannot be split.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -52,7 +53,15 @@ pub enum SplitError {
     /// A generated view name is already taken by a program location.
     #[error("view name `{0}` collides with a program location")]
     NameCollision(String),
+    /// The program asks for more cores than a NEFF can hold (one subgraph each).
+    #[error("lnc_size {0} is more cores than the {MAX_LNC_SIZE} a NEFF's subgraphs allow")]
+    TooManyCores(u32),
 }
+
+/// The most cores a program may split into: one module each, and the runtime
+/// loads at most this many subgraphs (`load::graph::MAX_KBINS`). Checked
+/// before the per-core modules are allocated, so a huge `lnc` is a typed error.
+pub const MAX_LNC_SIZE: u32 = 256;
 
 /// The artifact directory of a core's subgraph: `nc<id>/sg<id>` (DESIGN.md, "Names").
 pub fn artifact_dir(core: u32) -> String {
@@ -74,6 +83,10 @@ pub fn split(program: &Module) -> Result<Vec<Module>, SplitError> {
         return Err(SplitError::NotAProgram(format!("it has {} functions, expected 1", program.functions.len())));
     };
     let lnc = program.attrs.lnc_size;
+    if lnc > MAX_LNC_SIZE {
+        marks::hit("split.too_many_cores");
+        return Err(SplitError::TooManyCores(lnc));
+    }
     let core_of = |i: &Inst| match i.core {
         Some(c) => Ok(c),
         None if lnc == 1 => Ok(0),

@@ -41,6 +41,9 @@ pub enum LinkDirError {
     /// A path under the root is a symlink, or a link would point outside.
     #[error("{0} would leave the link root")]
     Escapes(String),
+    /// The weights to write as `.npy` are more bytes than the writer materializes.
+    #[error("weights hold {0} bytes in all; the link directory allows {max}", max = crate::neff::MAX_WEIGHT_BYTES)]
+    TooLarge(u64),
     /// A filesystem call failed.
     #[error("{path}: {msg}")]
     Io {
@@ -102,12 +105,22 @@ fn weight_files(m: &Module) -> Result<Vec<(usize, PathBuf)>, LinkDirError> {
     Ok(out)
 }
 
-/// Every name that would become a path is valid (the `dry_run` part of §8).
+/// Every name that would become a path is valid (the `dry_run` part of §8),
+/// and the weights are small enough to write.
 pub fn check_names(root: &Path, modules: &[Module], info: &DefInfo) -> Result<(), LinkDirError> {
     module_dir(root, &info.name)?;
+    let mut bytes = 0u64;
     for d in &info.defs {
         safe_rel_path(&d.sg_dir)?;
-        weight_files(&modules[d.module])?;
+        let m = &modules[d.module];
+        for (i, _) in weight_files(m)? {
+            bytes = bytes.saturating_add(m.memlocs[i].elem_count.saturating_mul(4)); // written as i32
+        }
+    }
+    // Weights are materialized as `.npy` in memory: refuse a huge total before writing anything.
+    if bytes > crate::neff::MAX_WEIGHT_BYTES {
+        marks::hit("link.dir.too_large");
+        return Err(LinkDirError::TooLarge(bytes));
     }
     Ok(())
 }

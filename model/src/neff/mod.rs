@@ -30,7 +30,7 @@ pub use error::NeffError;
 pub use header::NeffHeader;
 pub use members::{Limits, Member, MemberTable, normalize_name};
 pub use neff_file::{EngineStream, Neff, Subgraph};
-pub use pack::{PackError, PackOptions, pack};
+pub use pack::{MAX_WEIGHT_BYTES, PackError, PackOptions, pack};
 pub use status::NrtStatus;
 pub use summary::Summary;
 pub use writer::NeffWriter;

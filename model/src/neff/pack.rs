@@ -73,7 +73,16 @@ pub enum PackError {
         /// Why.
         msg: String,
     },
+    /// The weights' contents together are more than the packager materializes.
+    #[error("weights hold {0} bytes in all; the packager allows {MAX_WEIGHT_BYTES}")]
+    TooLarge(u64),
 }
+
+/// The most weight bytes (all cores together) a NEFF may carry: weights are
+/// materialized in memory as `.npy`, so a larger total is refused with
+/// [`PackError::TooLarge`] before any of them is built. 1 GiB: the
+/// interpreter's budget (`program::interp::MAX_ELEMENTS` i32 elements).
+pub const MAX_WEIGHT_BYTES: u64 = 1 << 30;
 
 /// Codegen + package: the NEFF file of a linked (allocated) module.
 pub fn pack(linked: &Module, opts: &PackOptions) -> Result<Vec<u8>, PackError> {
@@ -97,6 +106,15 @@ pub fn pack_code(name: &str, lnc_size: u32, codes: &[CoreCode], opts: &PackOptio
 
 /// Every member of the NEFF, by name.
 pub fn members(name: &str, lnc_size: u32, codes: &[CoreCode]) -> Result<MemberTable, PackError> {
+    let weight_bytes = codes
+        .iter()
+        .flat_map(|c| &c.vars)
+        .filter(|v| matches!(v.kind, VarKind::File { .. }))
+        .fold(0u64, |a, v| a.saturating_add(v.size));
+    if weight_bytes > MAX_WEIGHT_BYTES {
+        crate::marks::hit("neff.pack.too_large");
+        return Err(PackError::TooLarge(weight_bytes));
+    }
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let mut io: BTreeMap<String, (&'static str, u64)> = BTreeMap::new();
     for (i, code) in codes.iter().enumerate() {

@@ -59,12 +59,22 @@ pub fn digest(values: &[i32]) -> u64 {
 }
 
 /// Deterministic inputs for every input location of `m`, derived from `seed` and each name.
+///
+/// Allocates every input: for a module from outside (a file), call
+/// [`seeded_inputs_checked`], which refuses one too large to interpret first.
 pub fn seeded_inputs(m: &Module, seed: u64) -> Values {
     m.memlocs
         .iter()
         .filter(|l| l.usage == Usage::Input)
         .map(|l| (l.name.clone(), seeded_input(&l.name, l.elem_count, seed)))
         .collect()
+}
+
+/// [`seeded_inputs`] after [`check_size`]: a typed error instead of an
+/// allocation failure for a module whose locations are too large to interpret.
+pub fn seeded_inputs_checked(m: &Module, seed: u64) -> Result<Values, InterpError> {
+    check_size(m)?;
+    Ok(seeded_inputs(m, seed))
 }
 
 /// The seeded values of one input named `name` with `elems` elements (what
@@ -83,12 +93,20 @@ pub fn weight_values(l: &MemoryLocation) -> Result<Vec<i32>, InterpError> {
 /// The most elements (all locations together) the interpreter will allocate: 1 GiB of i32.
 pub const MAX_ELEMENTS: u64 = 1 << 28;
 
-/// Initial memory of `m`: inputs from `inputs`, weights from their seeds, the rest zero.
-pub fn initial_memory(m: &Module, inputs: &Values) -> Result<Vec<Vec<i32>>, InterpError> {
+/// The element count of all of `m`'s locations together, or [`InterpError::TooLarge`]
+/// past [`MAX_ELEMENTS`]: checked before anything is allocated for them.
+pub fn check_size(m: &Module) -> Result<u64, InterpError> {
     let total = m.memlocs.iter().fold(0u64, |a, l| a.saturating_add(l.elem_count));
     if total > MAX_ELEMENTS {
+        crate::marks::hit("interp.too_large");
         return Err(InterpError::TooLarge(total));
     }
+    Ok(total)
+}
+
+/// Initial memory of `m`: inputs from `inputs`, weights from their seeds, the rest zero.
+pub fn initial_memory(m: &Module, inputs: &Values) -> Result<Vec<Vec<i32>>, InterpError> {
+    check_size(m)?;
     let mut mem = Vec::with_capacity(m.memlocs.len());
     for l in &m.memlocs {
         if l.dtype != DType::I32 {

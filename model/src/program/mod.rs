@@ -6,4 +6,6 @@ pub mod interleave;
 pub mod interp;
 
 pub use generate::{GenConfig, SizeClass, generate};
-pub use interp::{InterpError, Values, digest, interpret, seeded_input, seeded_inputs};
+pub use interp::{
+    InterpError, Values, check_size, digest, interpret, seeded_input, seeded_inputs, seeded_inputs_checked,
+};

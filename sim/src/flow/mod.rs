@@ -25,7 +25,8 @@ use lncsim_model::neff::pack::pack_code;
 use lncsim_model::neff::{NeffHeader, PackOptions};
 use lncsim_model::pipeline::{PipelineOptions, build_pipeline};
 use lncsim_model::program::interleave::run_interleaved;
-use lncsim_model::program::{GenConfig, SizeClass, Values, generate, interpret, seeded_input, seeded_inputs};
+use lncsim_model::program::interp::MAX_ELEMENTS;
+use lncsim_model::program::{GenConfig, SizeClass, Values, generate, interpret, seeded_input, seeded_inputs_checked};
 use lncsim_tnc::TncBug;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -191,7 +192,10 @@ fn run_program(cfg: &RunConfig, program: &Module, r: &mut RunReport) {
         return r.stage("program", Err(e.to_string()));
     }
     r.stage("program", Ok(format!("{} ({} cores, {} instructions)", program.name, r.cores, r.instructions)));
-    let inputs = seeded_inputs(program, cfg.seed);
+    let inputs = match seeded_inputs_checked(program, cfg.seed) {
+        Ok(i) => i,
+        Err(e) => return r.stage("interpret", Err(e.to_string())),
+    };
     let mut golden = match interpret(program, &inputs) {
         Ok(g) => g,
         Err(e) => return r.stage("interpret", Err(e.to_string())),
@@ -343,7 +347,10 @@ fn execute_neff(cfg: &RunConfig, bytes: &[u8], golden: Option<&Values>, inputs: 
         "load",
         Ok(format!("READY: H_NN {}, {} cores staged, {} B of HBM allocated", model.h_nn.0, images.len(), r.hbm_bytes)),
     );
-    let inputs = inputs.unwrap_or_else(|| neff_inputs(&images, cfg.seed));
+    let inputs = match inputs.map_or_else(|| neff_inputs(&images, cfg.seed), Ok) {
+        Ok(i) => i,
+        Err(e) => return r.stage("execute", Err(e)),
+    };
     let dev = rt.device();
     if let Err(e) = crate::io::write_inputs(dev, &images, &inputs) {
         return r.stage("execute", Err(e.to_string()));
@@ -395,14 +402,16 @@ fn execute_neff(cfg: &RunConfig, bytes: &[u8], golden: Option<&Values>, inputs: 
     r.check("unload leaves the device empty and nothing registered", &[6], unloaded);
 }
 
-/// Seeded values for every input variable of a loaded NEFF (by name, like `seeded_inputs`).
-fn neff_inputs(images: &[CoreImage], seed: u64) -> Values {
-    images
-        .iter()
-        .flat_map(|i| &i.vars)
-        .filter(|v| v.kind == VarKind::Input)
-        .map(|v| (v.name.clone(), seeded_input(&v.name, v.size / 4, seed)))
-        .collect()
+/// Seeded values for every input variable of a loaded NEFF (by name, like
+/// `seeded_inputs`); an error, before allocating, when together they are more
+/// elements than the interpreter's budget (a NEFF's sizes come from its file).
+fn neff_inputs(images: &[CoreImage], seed: u64) -> Result<Values, String> {
+    let inputs = || images.iter().flat_map(|i| &i.vars).filter(|v| v.kind == VarKind::Input);
+    let total = inputs().fold(0u64, |a, v| a.saturating_add(v.size / 4));
+    if total > MAX_ELEMENTS {
+        return Err(format!("the NEFF's inputs hold {total} elements in all; at most {MAX_ELEMENTS} are seeded"));
+    }
+    Ok(inputs().map(|v| (v.name.clone(), seeded_input(&v.name, v.size / 4, seed))).collect())
 }
 
 fn sim_faults(cfg: &RunConfig, cores: u32, records: u64) -> FaultPlan {
