@@ -42,6 +42,11 @@ pub use hbm::{AllocationInfo, Hbm, SlicedHbm};
 pub const DEFAULT_HBM_BASE: u64 = 0x1_0000_0000;
 /// Default HBM size: 96 GiB of address space, split evenly between the tpbs (bytes are materialised on use).
 pub const DEFAULT_HBM_SIZE: u64 = 96 << 30;
+/// The most bytes one allocation may have. An allocation is materialised in
+/// host memory as a whole when first touched, so a larger request (a NEFF's
+/// var sizes come from its file) is refused like exhausted HBM instead of
+/// aborting the process when the host cannot allocate it.
+pub const MAX_ALLOC_BYTES: u64 = 4 << 30;
 
 /// The device's shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -229,6 +234,10 @@ impl Device for SimDevice {
         if s.count(OpKind::MemAlloc, tpb) {
             return Err(DeviceError::OutOfMemory { tpb, size, injected: true });
         }
+        if size > MAX_ALLOC_BYTES {
+            lncsim_model::marks::hit("device.alloc.too_large");
+            return Err(DeviceError::OutOfMemory { tpb, size, injected: false });
+        }
         s.hbm.alloc(tpb, size, align).ok_or(DeviceError::OutOfMemory { tpb, size, injected: false })
     }
 
@@ -309,5 +318,17 @@ mod tests {
         assert!(d.write(a + 15, &[1, 2]).is_err());
         assert!(d.copy_out(a + 16, 1).is_err());
         assert_eq!(d.counts(), OpCounts::default());
+    }
+
+    #[test]
+    fn an_allocation_too_large_to_materialise_is_refused_like_exhausted_hbm() {
+        let rec = lncsim_model::marks::Recorder::start();
+        let d = SimDevice::new(1, 1);
+        let size = MAX_ALLOC_BYTES + 1;
+        assert_eq!(d.mem_alloc(0, size, 64), Err(DeviceError::OutOfMemory { tpb: 0, size, injected: false }));
+        assert_eq!(rec.hits("device.alloc.too_large"), 1);
+        assert_eq!(d.live_allocations(), 0);
+        let a = d.mem_alloc(0, MAX_ALLOC_BYTES, 64).unwrap();
+        d.mem_free(a).unwrap();
     }
 }

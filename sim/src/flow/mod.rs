@@ -403,15 +403,18 @@ fn execute_neff(cfg: &RunConfig, bytes: &[u8], golden: Option<&Values>, inputs: 
 }
 
 /// Seeded values for every input variable of a loaded NEFF (by name, like
-/// `seeded_inputs`); an error, before allocating, when together they are more
-/// elements than the interpreter's budget (a NEFF's sizes come from its file).
+/// `seeded_inputs`); an error, before allocating, when its inputs or its
+/// outputs (read back later) are together more elements than the
+/// interpreter's budget (a NEFF's sizes come from its file).
 fn neff_inputs(images: &[CoreImage], seed: u64) -> Result<Values, String> {
-    let inputs = || images.iter().flat_map(|i| &i.vars).filter(|v| v.kind == VarKind::Input);
-    let total = inputs().fold(0u64, |a, v| a.saturating_add(v.size / 4));
-    if total > MAX_ELEMENTS {
-        return Err(format!("the NEFF's inputs hold {total} elements in all; at most {MAX_ELEMENTS} are seeded"));
+    let vars = |kind: VarKind| images.iter().flat_map(|i| &i.vars).filter(move |v| v.kind == kind);
+    for (kind, what) in [(VarKind::Input, "inputs"), (VarKind::Output, "outputs")] {
+        let total = vars(kind).fold(0u64, |a, v| a.saturating_add(v.size / 4));
+        if total > MAX_ELEMENTS {
+            return Err(format!("the NEFF's {what} hold {total} elements in all; at most {MAX_ELEMENTS} are handled"));
+        }
     }
-    Ok(inputs().map(|v| (v.name.clone(), seeded_input(&v.name, v.size / 4, seed))).collect())
+    Ok(vars(VarKind::Input).map(|v| (v.name.clone(), seeded_input(&v.name, v.size / 4, seed))).collect())
 }
 
 fn sim_faults(cfg: &RunConfig, cores: u32, records: u64) -> FaultPlan {
