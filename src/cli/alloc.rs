@@ -14,7 +14,8 @@ use clap::{Args, ValueEnum};
 use lncsim_model::dram::{AllocConfig, AllocError, Order, allocate, check, csv, svg};
 use serde::Serialize;
 
-use super::{CliError, read_bytes, write_file};
+use super::files::{check_output, write_file};
+use super::{CliError, read_bytes};
 
 /// The assignment order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -54,17 +55,17 @@ pub struct AllocArgs {
     /// Assignment order: `seed` (simplify stack, first fit) or `size` (decreasing size, best fit).
     #[arg(long, value_enum, default_value_t = OrderArg::Seed)]
     pub order: OrderArg,
-    /// Address ceiling in bytes; without it the file name's capacity is only reported.
-    #[arg(long)]
+    /// Address ceiling in bytes (decimal or 0x hex); without it the file name's capacity is only reported.
+    #[arg(long, value_parser = super::parse_u64, allow_negative_numbers = true)]
     pub capacity: Option<u64>,
     /// Print one JSON object (fixed key order) instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Write the placement in MiniMalloc's output format (the input plus an `offset` column).
-    #[arg(long)]
+    /// Write the placement in MiniMalloc's output format (the input plus an `offset` column) to this file.
+    #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Write an SVG picture (time on x, address on y).
-    #[arg(long)]
+    /// Write an SVG picture (time on x, address on y) to this file.
+    #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
 }
 
@@ -90,6 +91,12 @@ pub fn run(args: &AllocArgs) -> Result<ExitCode, CliError> {
     let shown = args.file.display().to_string();
     if args.out.is_some() && args.out == args.svg {
         return Err(CliError::BadInput("--out and --svg name the same file".into()));
+    }
+    if let Some(p) = &args.out {
+        check_output("--out", p)?;
+    }
+    if let Some(p) = &args.svg {
+        check_output("--svg", p)?;
     }
     let text = String::from_utf8(read_bytes(&args.file)?).map_err(|e| {
         let at = e.utf8_error().valid_up_to();

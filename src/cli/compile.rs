@@ -22,7 +22,8 @@ use lncsim_model::link::check_link;
 use lncsim_model::pipeline::{PipelineOptions, compile};
 use serde_json::{Value, json};
 
-use super::{CliError, read_module};
+use super::files::check_output_dir;
+use super::{CliError, read_module, shown};
 
 /// Arguments of `lncsim compile`.
 #[derive(Debug, Args)]
@@ -30,7 +31,7 @@ pub struct CompileArgs {
     /// The program in the text format (`-` reads standard input).
     pub file: PathBuf,
     /// Split for this many cores instead of the program's lnc_size.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256), allow_negative_numbers = true)]
     pub cores: Option<u32>,
     /// Build the pipeline without the DRAM allocator passes (and their anti-dependency passes).
     #[arg(long)]
@@ -41,10 +42,10 @@ pub struct CompileArgs {
           value_parser = clap::value_parser!(i64).range(-1..=(1 << 24)))]
     pub allreduce_buffer_size: i64,
     /// Per-core private DRAM window (region ceiling) in MiB.
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=(1 << 24)))]
+    #[arg(long, default_value_t = 4096, value_parser = clap::builder::RangedI64ValueParser::<u64>::new().range(1..=(1 << 24)), allow_negative_numbers = true)]
     pub dram_region_mib: u64,
     /// Shared-region slab per core (coreCap) in MiB; 0 (the default) computes the smallest slab that fits.
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=(1 << 24)))]
+    #[arg(long, default_value_t = 0, value_parser = clap::builder::RangedI64ValueParser::<u64>::new().range(0..=(1 << 24)), allow_negative_numbers = true)]
     pub shared_core_cap_mib: u64,
     /// Place under the whole window, as the seed does, instead of a compact window inside it.
     #[arg(long)]
@@ -52,7 +53,7 @@ pub struct CompileArgs {
     /// Also print every allocated per-core module before the linked one (text output).
     #[arg(long)]
     pub per_core: bool,
-    /// Write the linker's sgLnk link directory under DIR.
+    /// Write the linker's sgLnk link directory (`<DIR>/<name>/nc<c>/sg<c>`, `<DIR>/<name>/sgLnk`) under DIR (created when missing).
     #[arg(long, value_name = "DIR")]
     pub link_dir: Option<PathBuf>,
     /// Print one JSON object (sorted keys) instead of text.
@@ -108,6 +109,9 @@ fn anti_json(r: &AntiDepReport) -> Value {
 
 /// Compiles, checks and prints.
 pub fn run(a: CompileArgs) -> Result<ExitCode, CliError> {
+    if let Some(d) = &a.link_dir {
+        check_output_dir("--link-dir", d)?;
+    }
     let mut program = read_module(&a.file)?;
     if let Some(n) = a.cores {
         program.attrs.lnc_size = n;
@@ -120,7 +124,7 @@ pub fn run(a: CompileArgs) -> Result<ExitCode, CliError> {
         shared_core_cap_mib: a.shared_core_cap_mib,
         link_dir: a.link_dir.clone(),
     };
-    let compiled = compile(&program, &opts).map_err(|e| CliError::BadInput(format!("{}: {e}", a.file.display())))?;
+    let compiled = compile(&program, &opts).map_err(|e| CliError::BadInput(format!("{}: {e}", shown(&a.file))))?;
     let mut violations: Vec<String> = if a.disable_dram_allocation {
         Vec::new()
     } else {

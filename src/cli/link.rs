@@ -17,7 +17,8 @@ use lncsim_model::ir;
 use lncsim_model::link::{LinkOptions, check_link, link_with};
 use lncsim_model::pipeline::{PipelineOptions, build_pipeline};
 
-use super::{CliError, read_module};
+use super::files::check_output_dir;
+use super::{CliError, read_module, shown};
 
 /// Arguments of `lncsim link`.
 #[derive(Debug, Args)]
@@ -29,7 +30,7 @@ pub struct LinkArgs {
     #[arg(long, num_args = 1..)]
     pub modules: Vec<PathBuf>,
     /// Split the program for this many cores instead of its lnc_size.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256), conflicts_with = "modules")]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256), conflicts_with = "modules", allow_negative_numbers = true)]
     pub cores: Option<u32>,
     /// Build the per-core pipeline without the DRAM allocator passes (tensors stay unaddressed).
     #[arg(long, conflicts_with = "modules")]
@@ -42,13 +43,16 @@ pub struct LinkArgs {
     /// Print `{"report": ..., "module": "<text>"}` as JSON instead of the text dump.
     #[arg(long)]
     pub json: bool,
-    /// Write the sgLnk link directory (`<DIR>/<name>/nc<c>/sg<c>`, `<DIR>/<name>/sgLnk`) under DIR.
+    /// Write the sgLnk link directory (`<DIR>/<name>/nc<c>/sg<c>`, `<DIR>/<name>/sgLnk`) under DIR (created when missing).
     #[arg(long, value_name = "DIR")]
     pub link_dir: Option<PathBuf>,
 }
 
 /// Links and prints.
 pub fn run(a: LinkArgs) -> Result<ExitCode, CliError> {
+    if let Some(d) = &a.link_dir {
+        check_output_dir("--link-dir", d)?;
+    }
     let modules = match &a.file {
         Some(f) => {
             let mut p = read_module(f)?;
@@ -61,7 +65,7 @@ pub fn run(a: LinkArgs) -> Result<ExitCode, CliError> {
                 ..PipelineOptions::default()
             };
             let run = build_pipeline(&opts).run_per_core(&p);
-            run.map_err(|e| CliError::BadInput(format!("{}: {e}", f.display())))?.0
+            run.map_err(|e| CliError::BadInput(format!("{}: {e}", shown(f))))?.0
         }
         None => a.modules.iter().map(|f| read_module(f)).collect::<Result<Vec<_>, _>>()?,
     };

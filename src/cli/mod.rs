@@ -13,6 +13,7 @@ mod bench_load;
 mod bench_neff;
 mod bench_sim;
 mod compile;
+mod files;
 mod fmt;
 mod gen_cmd;
 mod interp;
@@ -59,7 +60,7 @@ pub enum Command {
     Run(run::RunArgs),
     /// Run many seeds, each with its own feature mix, and report every failing seed.
     Swarm(swarm::SwarmArgs),
-    /// The NEFF container: inspect, unpack (and later pack).
+    /// The NEFF container: pack a program into one, inspect one, unpack one.
     #[command(subcommand)]
     Neff(neff::NeffCommand),
     /// Load a NEFF onto a fresh simulated device (nrt_load, S0-S5) and report every stage.
@@ -93,46 +94,62 @@ impl CliError {
     }
 }
 
-/// Reads a whole input file as UTF-8 text; `-` reads standard input.
+/// The name of an input in messages: `<stdin>` for `-`.
+pub fn shown(path: &Path) -> String {
+    if files::is_stdio(path) { "<stdin>".to_owned() } else { path.display().to_string() }
+}
+
+/// Reads a whole input file as UTF-8 text; `-` reads standard input. Text
+/// that is not UTF-8 is refused with the line and column of its first bad byte.
 pub fn read_text(path: &Path) -> Result<String, CliError> {
-    use std::io::Read;
-    if path == Path::new("-") {
-        let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s).map_err(|e| CliError::BadInput(format!("<stdin>: {e}")))?;
-        return Ok(s);
-    }
-    std::fs::read_to_string(path).map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))
+    utf8_text(path, read_bytes(path)?).map_err(CliError::BadInput)
+}
+
+/// `bytes` as text, or `file:line:col: not UTF-8 text (byte 0x..)` at the first bad byte.
+pub fn utf8_text(path: &Path, bytes: Vec<u8>) -> Result<String, String> {
+    String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let at = e.utf8_error().valid_up_to();
+        let before = &bytes[..at];
+        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+        let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let col = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
+        let byte = bytes.get(at).copied().unwrap_or(0);
+        format!("{}:{line}:{col}: not UTF-8 text (byte {byte:#04x})", shown(path))
+    })
 }
 
 /// Reads a whole input file as bytes; `-` reads standard input.
 pub fn read_bytes(path: &Path) -> Result<Vec<u8>, CliError> {
     use std::io::Read;
-    if path == Path::new("-") {
+    if files::is_stdio(path) {
         let mut v = Vec::new();
         std::io::stdin().read_to_end(&mut v).map_err(|e| CliError::BadInput(format!("<stdin>: {e}")))?;
         return Ok(v);
     }
+    if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+        return Err(CliError::BadInput(format!("{}: is a directory, expected a file", path.display())));
+    }
     std::fs::read(path).map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))
-}
-
-/// Writes `bytes` to `path`, reporting a failure as one line.
-pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
-    std::fs::write(path, bytes).map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))
 }
 
 /// Parses a u64 written in decimal or as `0x` hex (clap value parser).
 pub fn parse_u64(s: &str) -> Result<u64, String> {
-    let r = match s.strip_prefix("0x") {
-        Some(h) => u64::from_str_radix(h, 16),
-        None => s.parse(),
+    let (digits, radix) = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => (h, 16),
+        None => (s, 10),
     };
-    r.map_err(|_| format!("`{s}` is not a number (decimal or 0x hex)"))
+    u64::from_str_radix(digits, radix).map_err(|e| match e.kind() {
+        std::num::IntErrorKind::PosOverflow => format!("`{s}` is out of range (at most {})", u64::MAX),
+        _ if s.starts_with('-') => format!("`{s}` is negative; expected 0 to {}", u64::MAX),
+        _ => format!("`{s}` is not a number (decimal or 0x hex)"),
+    })
 }
 
 /// Reads and parses a program in the text format; errors read `file:line:col: message`.
 pub fn read_module(path: &Path) -> Result<lncsim_model::ir::Module, CliError> {
     let text = read_text(path)?;
-    lncsim_model::ir::parse(&text).map_err(|e| CliError::BadInput(format!("{}:{e}", path.display())))
+    lncsim_model::ir::parse(&text).map_err(|e| CliError::BadInput(format!("{}:{e}", shown(path))))
 }
 
 /// Runs the chosen subcommand.
@@ -150,5 +167,58 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Bench(c) => bench::run(c),
         Command::Alloc(a) => alloc::run(&a),
         Command::Link(a) => link::run(a),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::{Cli, parse_u64};
+
+    /// Every value parser matches its field's type: a mismatch only shows when
+    /// a value is read, so parse every subcommand with values for its options.
+    #[test]
+    fn every_command_parses_with_values() {
+        Cli::command().debug_assert();
+        let lines = [
+            "gen --seed 0x10 --cores 3 --size medium",
+            "fmt x --verify",
+            "interp x --seed 5 --json",
+            "split x --cores 2",
+            "compile x --cores 2 --allreduce-buffer-size -1 --dram-region-mib 8 --shared-core-cap-mib 0 --link-dir d",
+            "link x --cores 2 --allreduce-buffer-size 500 --link-dir d --json",
+            "link --modules a b",
+            "alloc x --align 1 --order size --capacity 0x100 --out o --svg s --json",
+            "neff pack x -o y --cores 2 --seed 3 --uncompressed --allreduce-buffer-size -1",
+            "neff inspect x --json --verify-hash",
+            "neff unpack x d --verify-hash",
+            "load x --cores 4 --fail-alloc 2 --json",
+            "run x --seed 1 --jitter --faults stall,dma --loaders 2 --plant p --events-max 9 --trace t --shrink --json",
+            "run --cores 2 --size large",
+            "swarm --seeds 0x0..0x10 --jobs 1 --cores-max 2 --check-determinism --plant p --json",
+            "bench alloc --max-intervals 1000 --live 4 --reps 2 --seed 1 --dir d",
+            "bench link --runs 1 --quick",
+            "bench neff --mib 1 --runs 1 --seed 1",
+            "bench load --loads 1 --runs 1 --seed 1",
+            "bench sim --cores 2 --ops 10 --elems 16 --runs 1 --seed 1 --jitter --no-checks",
+        ];
+        for line in lines {
+            let args = std::iter::once("lncsim").chain(line.split_whitespace());
+            if let Err(e) = Cli::try_parse_from(args) {
+                panic!("{line}: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn numbers_say_why_they_are_refused() {
+        assert_eq!(parse_u64("0x10"), Ok(16));
+        assert_eq!(parse_u64("0X10"), Ok(16));
+        assert!(parse_u64("-1").unwrap_err().contains("negative"));
+        assert!(parse_u64("18446744073709551616").unwrap_err().contains("out of range"));
+        assert!(parse_u64("0x").unwrap_err().contains("not a number"));
+        assert!(parse_u64("").unwrap_err().contains("not a number"));
     }
 }

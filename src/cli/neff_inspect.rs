@@ -7,7 +7,7 @@ use clap::Args;
 use lncsim_model::neff::container::payload;
 use lncsim_model::neff::{Neff, NeffError, ReadOptions, Summary};
 
-use super::{CliError, read_bytes};
+use super::{CliError, read_bytes, shown};
 
 /// Arguments of `lncsim neff inspect`.
 #[derive(Debug, Args)]
@@ -27,8 +27,8 @@ pub fn run(a: InspectArgs) -> Result<ExitCode, CliError> {
     let bytes = read_bytes(&a.file)?;
     let opts = ReadOptions { verify_hash: a.verify_hash, ..ReadOptions::default() };
     let neff = Neff::parse(&bytes, &opts).map_err(|e| match e {
-        NeffError::HashMismatch { .. } => CliError::CheckFailed(format!("{}: {e}", a.file.display())),
-        e => CliError::BadInput(format!("{}: {e} [{}]", a.file.display(), e.status())),
+        NeffError::HashMismatch { .. } => CliError::CheckFailed(format!("{}: {e}", shown(&a.file))),
+        e => CliError::BadInput(format!("{}: {e} [{}]", shown(&a.file), e.status())),
     })?;
     let s = Summary::new(&neff, bytes.len() as u64, payload(&bytes, &neff.header));
     if a.json {

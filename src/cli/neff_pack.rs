@@ -9,7 +9,8 @@ use lncsim_model::link::check_link;
 use lncsim_model::neff::{Compression, PackOptions, pack};
 use lncsim_model::pipeline::{PipelineOptions, compile};
 
-use super::{CliError, parse_u64, read_module, write_file};
+use super::files::{check_output, is_stdio, write_file};
+use super::{CliError, parse_u64, read_module, shown};
 
 /// Arguments of `lncsim neff pack`.
 #[derive(Debug, Args)]
@@ -17,10 +18,10 @@ pub struct PackArgs {
     /// The program in the text format (`-` reads standard input).
     pub file: PathBuf,
     /// Split for this many cores instead of the program's lnc_size.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256), allow_negative_numbers = true)]
     pub cores: Option<u32>,
     /// Folded into the NEFF's UUID (decimal or 0x hex): the same seed gives the same bytes.
-    #[arg(long, default_value = "0", value_parser = parse_u64)]
+    #[arg(long, default_value = "0", value_parser = parse_u64, allow_negative_numbers = true)]
     pub seed: u64,
     /// Write a plain (uncompressed) ustar payload, as `neuron-packager optimize` does.
     #[arg(long)]
@@ -29,19 +30,22 @@ pub struct PackArgs {
     #[arg(long, default_value_t = -1, allow_negative_numbers = true,
           value_parser = clap::value_parser!(i64).range(-1..=(1 << 24)))]
     pub allreduce_buffer_size: i64,
-    /// The NEFF file to write.
-    #[arg(short, long)]
+    /// The NEFF file to write, all or nothing (`-` writes it to standard output and the summary to stderr).
+    #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
 }
 
 /// Compiles, checks, packages and writes the NEFF; prints one summary line.
 pub fn run(a: PackArgs) -> Result<ExitCode, CliError> {
+    if !is_stdio(&a.output) {
+        check_output("--output", &a.output)?;
+    }
     let mut program = read_module(&a.file)?;
     if let Some(n) = a.cores {
         program.attrs.lnc_size = n;
     }
     let opts = PipelineOptions { allreduce_buffer_size_mib: a.allreduce_buffer_size, ..PipelineOptions::default() };
-    let bad = |e: String| CliError::BadInput(format!("{}: {e}", a.file.display()));
+    let bad = |e: String| CliError::BadInput(format!("{}: {e}", shown(&a.file)));
     let compiled = compile(&program, &opts).map_err(|e| bad(e.to_string()))?;
     let ir = check_modules(&compiled.per_core, &opts.check_config(&compiled.report));
     let link = check_link(&compiled.per_core, &compiled.linked);
@@ -53,8 +57,7 @@ pub fn run(a: PackArgs) -> Result<ExitCode, CliError> {
     }
     let compression = if a.uncompressed { Compression::None } else { Compression::Gzip };
     let bytes = pack(&compiled.linked, &PackOptions { seed: a.seed, compression }).map_err(|e| bad(e.to_string()))?;
-    write_file(&a.output, &bytes)?;
-    println!(
+    let summary = format!(
         "{}: {} bytes, {} subgraphs, lnc_size {}, seed {}",
         a.output.display(),
         bytes.len(),
@@ -62,5 +65,17 @@ pub fn run(a: PackArgs) -> Result<ExitCode, CliError> {
         compiled.linked.attrs.lnc_size,
         a.seed
     );
+    if is_stdio(&a.output) {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        match out.write_all(&bytes).and_then(|()| out.flush()) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(141),
+            r => r.map_err(|e| CliError::BadInput(format!("<stdout>: {e}")))?,
+        }
+        eprintln!("{summary}");
+    } else {
+        write_file(&a.output, &bytes)?;
+        println!("{summary}");
+    }
     Ok(ExitCode::SUCCESS)
 }
