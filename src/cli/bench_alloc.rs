@@ -29,13 +29,13 @@ use lncsim_model::dram::{
 #[derive(Debug, Args)]
 pub struct BenchAllocArgs {
     /// Largest generated problem, in intervals (sizes 1k, 10k, ... up to it).
-    #[arg(long, default_value_t = 1_000_000)]
+    #[arg(long, default_value_t = 1_000_000, value_parser = clap::builder::RangedI64ValueParser::<usize>::new().range(0..=10_000_000), allow_negative_numbers = true)]
     pub max_intervals: usize,
     /// Average number of simultaneously live locations in generated problems.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = clap::builder::RangedI64ValueParser::<u64>::new().range(1..=1_000_000), allow_negative_numbers = true)]
     pub live: u64,
     /// Repetitions per measurement (x100000/n below 100k intervals; at most 3 at 1M); the median is reported.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 5, value_parser = clap::builder::RangedI64ValueParser::<u64>::new().range(1..=1000), allow_negative_numbers = true)]
     pub reps: u64,
     /// Seed of the generated problems.
     #[arg(long, default_value_t = 1)]

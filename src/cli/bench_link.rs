@@ -26,7 +26,7 @@ use super::CliError;
 #[derive(Debug, Args)]
 pub struct BenchLinkArgs {
     /// Timed runs of the large size (the small one runs 3x as often; medians are reported).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=50))]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=50), allow_negative_numbers = true)]
     pub runs: u32,
     /// Divide every size by 100 (a smoke run for tests).
     #[arg(long)]

@@ -21,10 +21,10 @@ use super::CliError;
 #[derive(Debug, Args)]
 pub struct BenchLoadArgs {
     /// Load + unload cycles per timed run.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000), allow_negative_numbers = true)]
     pub loads: u32,
     /// Timed runs of each variant (the median is reported).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000), allow_negative_numbers = true)]
     pub runs: u32,
     /// Seed of the generated programs.
     #[arg(long, default_value_t = 1)]

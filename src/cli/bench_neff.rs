@@ -16,10 +16,10 @@ use super::CliError;
 #[derive(Debug, Args)]
 pub struct BenchNeffArgs {
     /// Approximate member data size in MiB.
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(0..=1024), allow_negative_numbers = true)]
     pub mib: u32,
     /// Timed runs of each variant (the median is reported).
-    #[arg(long, default_value_t = 7)]
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=1000), allow_negative_numbers = true)]
     pub runs: u32,
     /// Seed of the synthetic NEFF's contents.
     #[arg(long, default_value_t = 1)]

@@ -29,16 +29,16 @@ use super::CliError;
 #[derive(Debug, Args)]
 pub struct BenchSimArgs {
     /// Cores of the generated workload.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64), allow_negative_numbers = true)]
     pub cores: u32,
     /// Ops of the generated workload (the generator's cost grows fast past a few thousand).
-    #[arg(long, default_value_t = 2_500)]
+    #[arg(long, default_value_t = 2_500, value_parser = clap::value_parser!(u32).range(1..=100_000), allow_negative_numbers = true)]
     pub ops: u32,
     /// Largest tensor of the workload, in i32 elements.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=(1 << 20)))]
     pub elems: u64,
     /// Timed runs of each workload (the median is reported).
-    #[arg(long, default_value_t = 21, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 21, value_parser = clap::value_parser!(u32).range(1..=1000), allow_negative_numbers = true)]
     pub runs: u32,
     /// Seed of the workload and of the runs.
     #[arg(long, default_value_t = 1)]

@@ -33,10 +33,10 @@ impl From<Size> for SizeClass {
 #[derive(Debug, Args)]
 pub struct GenArgs {
     /// The seed that drives every choice (decimal or 0x hex).
-    #[arg(long, default_value = "0", value_parser = parse_u64)]
+    #[arg(long, default_value = "0", value_parser = parse_u64, allow_negative_numbers = true)]
     pub seed: u64,
     /// Number of cores (lnc_size), 1 to 256.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256), allow_negative_numbers = true)]
     pub cores: u32,
     /// Program size.
     #[arg(long, value_enum, default_value_t = Size::Small)]

@@ -19,7 +19,7 @@ use lncsim_model::neff::NeffHeader;
 use lncsim_sim::device::{Fault, FaultPlan, SimDevice};
 use serde_json::{Value, json};
 
-use super::{CliError, read_bytes};
+use super::{CliError, parse_u64, read_bytes, shown};
 
 /// Arguments of `lncsim load`.
 #[derive(Debug, Args)]
@@ -27,10 +27,10 @@ pub struct LoadArgs {
     /// The NEFF file (`-` reads standard input).
     pub file: PathBuf,
     /// Physical NeuronCores of the simulated device.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024), allow_negative_numbers = true)]
     pub cores: u32,
-    /// Make the device refuse its K-th MEM_ALLOC_V2MT64 (0-based index).
-    #[arg(long, value_name = "K")]
+    /// Make the device refuse its K-th MEM_ALLOC_V2MT64 (0-based index; decimal or 0x hex).
+    #[arg(long, value_name = "K", value_parser = parse_u64, allow_negative_numbers = true)]
     pub fail_alloc: Option<u64>,
     /// Print one JSON object (sorted keys) instead of text.
     #[arg(long)]
@@ -50,7 +50,7 @@ pub fn run(a: LoadArgs) -> Result<ExitCode, CliError> {
     let loaded = match &result {
         Ok(m) => {
             let dlr = rt.dlr_model(m.h_nn);
-            let models = rt.models(m.h_nn).map_err(|e| CliError::CheckFailed(e.to_string()))?;
+            let models = rt.models(m.h_nn).map_err(|e| CliError::CheckFailed(format!("{}: {e}", shown(&a.file))))?;
             dlr.map(|d| (d, models))
         }
         Err(_) => None,
@@ -69,7 +69,7 @@ pub fn run(a: LoadArgs) -> Result<ExitCode, CliError> {
     }
     match result {
         Ok(_) => Ok(ExitCode::SUCCESS),
-        Err(e) => Err(CliError::CheckFailed(e.to_string())),
+        Err(e) => Err(CliError::CheckFailed(format!("{}: {e}", shown(&a.file)))),
     }
 }
 

@@ -13,8 +13,9 @@ use lncsim_model::neff::NeffHeader;
 use lncsim_sim::flow::shrink::shrink;
 use lncsim_sim::flow::{DEFAULT_EVENTS_MAX, LoadFault, PlantedBug, RunConfig, Source, run as run_flow};
 
+use super::files::{check_output, write_with};
 use super::gen_cmd::Size;
-use super::{CliError, parse_u64, read_bytes};
+use super::{CliError, parse_u64, read_bytes, shown, utf8_text};
 
 /// Arguments of `lncsim run`.
 #[derive(Debug, Args)]
@@ -22,36 +23,39 @@ pub struct RunArgs {
     /// A program in the text format, or a NEFF packed by lncsim; without it, the seeded default program.
     pub file: Option<PathBuf>,
     /// The run seed (decimal or 0x hex): the generated program, inputs, staging order, jitter, faults.
-    #[arg(long, default_value = "0", value_parser = parse_u64)]
+    #[arg(long, default_value = "0", value_parser = parse_u64, allow_negative_numbers = true)]
     pub seed: u64,
-    /// Number of cores of the generated program.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    /// Number of cores of the generated program (not with FILE: a file names its own lnc_size).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256),
+          allow_negative_numbers = true, conflicts_with = "file")]
     pub cores: u32,
-    /// Size of the generated program.
-    #[arg(long, value_enum, default_value_t = Size::Small)]
+    /// Size of the generated program (not with FILE).
+    #[arg(long, value_enum, default_value_t = Size::Small, conflicts_with = "file")]
     pub size: Size,
     /// Seeded latency jitter, to explore other schedules.
     #[arg(long)]
     pub jitter: bool,
-    /// Faults to inject, comma-separated: `stall`, `dma`, `load-alloc=K`, `load-copyin=K`.
+    /// Faults to inject, comma-separated: `stall` (a core stalls), `dma` (DMA latency spikes), and at most
+    /// one of `load-alloc=K` / `load-copyin=K` (a faulty nrt_load whose K-th device allocation / copy-in fails).
     #[arg(long, value_delimiter = ',', value_name = "FAULT")]
     pub faults: Vec<String>,
     /// Concurrent TNC-cache loaders stepped by the seeded scheduler (0 = none).
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=64))]
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=64), allow_negative_numbers = true)]
     pub loaders: u32,
     /// Plant a bug on purpose: overlap-live-tensors, duplicate-barrier-id, unsynced-shared, drop-sem-signal, tnc-no-wake.
     #[arg(long, value_name = "NAME")]
     pub plant: Option<String>,
-    /// The simulator's event budget: the run fails past it.
-    #[arg(long, default_value_t = DEFAULT_EVENTS_MAX)]
+    /// The simulator's event budget: the run fails past it (decimal or 0x hex).
+    #[arg(long, default_value_t = DEFAULT_EVENTS_MAX, value_parser = parse_u64, allow_negative_numbers = true)]
     pub events_max: u64,
-    /// Write a Chrome/Perfetto trace (JSON) of the simulation to this file.
+    /// Write a Chrome/Perfetto trace (JSON) of the simulation to this file (when the simulation runs).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
-    /// On failure, shrink the program (fewer cores, ops, elements, instructions) and print the smallest that still fails.
+    /// On failure, shrink the program (fewer cores, ops, elements, instructions; up to 400 runs) and print the
+    /// smallest that still fails (with --json: as `shrunk` in the object).
     #[arg(long)]
     pub shrink: bool,
-    /// Print the report as JSON.
+    /// Print the report as one JSON object.
     #[arg(long)]
     pub json: bool,
 }
@@ -59,13 +63,18 @@ pub struct RunArgs {
 /// Parses `--faults` words into the run's faults.
 fn faults(words: &[String], cfg: &mut RunConfig) -> Result<(), CliError> {
     for w in words.iter().map(|w| w.trim()).filter(|w| !w.is_empty()) {
-        let k =
-            |v: &str| v.parse::<u64>().map_err(|_| CliError::BadInput(format!("--faults {w}: `{v}` is not a number")));
+        let k = |v: &str| parse_u64(v).map_err(|e| CliError::BadInput(format!("--faults {w}: {e}")));
+        let mut load = |f: LoadFault| match cfg.faults.load.replace(f) {
+            None => Ok(()),
+            Some(_) => {
+                Err(CliError::BadInput(format!("--faults {w}: at most one load-alloc/load-copyin fault per run")))
+            }
+        };
         match w.split_once('=') {
             None if w == "stall" => cfg.faults.stall = true,
             None if w == "dma" => cfg.faults.dma_spikes = true,
-            Some(("load-alloc", v)) => cfg.faults.load = Some(LoadFault::Alloc(k(v)?)),
-            Some(("load-copyin", v)) => cfg.faults.load = Some(LoadFault::CopyIn(k(v)?)),
+            Some(("load-alloc", v)) => load(LoadFault::Alloc(k(v)?))?,
+            Some(("load-copyin", v)) => load(LoadFault::CopyIn(k(v)?))?,
             _ => {
                 return Err(CliError::BadInput(format!(
                     "--faults: unknown fault `{w}` (stall, dma, load-alloc=K, load-copyin=K)"
@@ -81,14 +90,15 @@ fn config(a: &RunArgs) -> Result<RunConfig, CliError> {
     let mut cfg = RunConfig::generated(a.seed, a.cores, a.size.into());
     if let Some(path) = &a.file {
         let bytes = read_bytes(path)?;
-        let name = path.display().to_string();
-        cfg.source = if NeffHeader::parse(&bytes).is_ok() {
-            Source::Neff { bytes, path: name }
-        } else {
-            let text = String::from_utf8(bytes)
-                .map_err(|_| CliError::BadInput(format!("{name}: neither a NEFF nor a UTF-8 program")))?;
-            let module = ir::parse(&text).map_err(|e| CliError::BadInput(format!("{name}:{e}")))?;
-            Source::Program { module, path: name }
+        let name = shown(path);
+        cfg.source = match NeffHeader::parse(&bytes) {
+            Ok(_) => Source::Neff { bytes, path: name },
+            Err(neff) => {
+                let text = utf8_text(path, bytes)
+                    .map_err(|e| CliError::BadInput(format!("{e}; not a NEFF either ({neff})")))?;
+                let module = ir::parse(&text).map_err(|e| CliError::BadInput(format!("{name}:{e}")))?;
+                Source::Program { module, path: name }
+            }
         };
     }
     cfg.jitter = a.jitter;
@@ -108,31 +118,62 @@ fn config(a: &RunArgs) -> Result<RunConfig, CliError> {
 
 /// Runs the flow and prints the report.
 pub fn run(a: RunArgs) -> Result<ExitCode, CliError> {
+    if let Some(path) = &a.trace {
+        check_output("--trace", path)?;
+    }
     let cfg = config(&a)?;
     let report = run_flow(&cfg);
-    if let (Some(path), Some(trace)) = (&a.trace, report.sim.as_ref().and_then(|s| s.trace.as_ref())) {
-        let file = std::fs::File::create(path).map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))?;
-        trace.write_chrome(file).map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))?;
+    let trace = report.sim.as_ref().and_then(|s| s.trace.as_ref());
+    if let (Some(path), Some(trace)) = (&a.trace, trace) {
+        write_with(path, |w| trace.write_chrome(w))?;
     }
+    let trace_line = a.trace.as_ref().map(|p| match trace {
+        Some(_) => p.display().to_string(),
+        None => format!("{} not written: the simulation did not run", p.display()),
+    });
+    let mut json = report.to_json();
     if a.json {
-        println!("{}", report.to_json());
+        if let Some(t) = &trace_line {
+            json["trace"] = t.as_str().into();
+        }
     } else {
         print!("{report}");
-        if let Some(path) = &a.trace {
-            println!("trace    {}", path.display());
+        if let Some(t) = &trace_line {
+            println!("trace    {t}");
         }
     }
     if report.passed() {
+        if a.json {
+            println!("{json}");
+        }
         return Ok(ExitCode::SUCCESS);
     }
     if a.shrink {
-        eprintln!("shrinking (up to 400 runs) ...");
-        if let Some(s) = shrink(&cfg, 400) {
+        if !a.json {
+            println!("# shrinking (up to 400 runs) ...");
+        }
+        let shrunk = shrink(&cfg, 400);
+        if a.json {
+            json["shrunk"] = shrunk.as_ref().map_or(serde_json::Value::Null, |s| {
+                serde_json::json!({
+                    "runs": s.runs,
+                    "program": ir::print(&s.program),
+                    "replay": s.config.replay(),
+                    "report": s.report.to_json(),
+                })
+            });
+        } else if let Some(s) = &shrunk {
             let replay = s.config.replay().unwrap_or_default();
             println!("# smallest failing program ({} runs); save it as shrunk.bir and replay: {replay}", s.runs);
             print!("{}", ir::print(&s.program));
             print!("{}", s.report);
+        } else {
+            println!("# no smaller failing program found");
         }
     }
-    Err(CliError::CheckFailed(format!("{} failure(s), listed above", report.failures().len())))
+    if a.json {
+        println!("{json}");
+    }
+    let n = report.failures().len();
+    Err(CliError::CheckFailed(format!("{n} failure(s), listed {}", if a.json { "in the report" } else { "above" })))
 }

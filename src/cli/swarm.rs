@@ -10,27 +10,27 @@ use indicatif::{ProgressBar, ProgressStyle};
 use lncsim_sim::flow::PlantedBug;
 use lncsim_sim::flow::swarm::{SwarmConfig, swarm};
 
-use super::CliError;
+use super::{CliError, parse_u64};
 
 /// Arguments of `lncsim swarm`.
 #[derive(Debug, Args)]
 pub struct SwarmArgs {
-    /// The seeds to run, `A..B` (B exclusive); shard a job array by range.
-    #[arg(long, value_parser = parse_range)]
+    /// The seeds to run, `A..B` (B exclusive; decimal or 0x hex); shard a job array by range.
+    #[arg(long, value_parser = parse_range, allow_hyphen_values = true)]
     pub seeds: Range<u64>,
-    /// Worker threads.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
+    /// Worker threads, 1 to 256.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256), allow_negative_numbers = true)]
     pub jobs: u32,
-    /// Most cores a seed may draw.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=256))]
+    /// Most cores a seed may draw, 1 to 256.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=256), allow_negative_numbers = true)]
     pub cores_max: u32,
     /// Run every seed twice and compare trace hashes and reports.
     #[arg(long)]
     pub check_determinism: bool,
-    /// Plant a bug in every run (see `lncsim run --plant`), to see the swarm report it.
+    /// Plant a bug in every run (names as for `lncsim run --plant`), to see the swarm report it.
     #[arg(long, value_name = "NAME")]
     pub plant: Option<String>,
-    /// Print the summary as JSON.
+    /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,
 }
@@ -38,8 +38,8 @@ pub struct SwarmArgs {
 /// Parses `A..B`.
 fn parse_range(s: &str) -> Result<Range<u64>, String> {
     let (a, b) = s.split_once("..").ok_or_else(|| format!("`{s}` is not a range A..B"))?;
-    let a: u64 = a.trim().parse().map_err(|_| format!("`{a}` is not a number"))?;
-    let b: u64 = b.trim().parse().map_err(|_| format!("`{b}` is not a number"))?;
+    let a = parse_u64(a.trim())?;
+    let b = parse_u64(b.trim())?;
     if b <= a {
         return Err(format!("empty range {a}..{b}"));
     }
@@ -50,9 +50,10 @@ fn parse_range(s: &str) -> Result<Range<u64>, String> {
 pub fn run(a: SwarmArgs) -> Result<ExitCode, CliError> {
     let plant = match &a.plant {
         None => None,
-        Some(n) => {
-            Some(PlantedBug::from_name(n).ok_or_else(|| CliError::BadInput(format!("--plant: unknown bug `{n}`")))?)
-        }
+        Some(n) => Some(PlantedBug::from_name(n).ok_or_else(|| {
+            let names: Vec<&str> = PlantedBug::ALL.iter().map(|b| b.name()).collect();
+            CliError::BadInput(format!("--plant: unknown bug `{n}` ({})", names.join(", ")))
+        })?),
     };
     let cfg = SwarmConfig {
         seeds: a.seeds.clone(),
