@@ -129,7 +129,7 @@ impl RunConfig {
             }
             Source::Generated(..) => return None,
             Source::Program { path, .. } | Source::Neff { path, .. } => {
-                format!("lncsim run {path} --seed {}", self.seed)
+                format!("lncsim run {} --seed {}", shell_word(path), self.seed)
             }
         };
         if self.jitter {
@@ -160,6 +160,16 @@ impl RunConfig {
             cmd.push_str(&format!(" --events-max {}", self.events_max));
         }
         Some(cmd)
+    }
+}
+
+/// `s` as one POSIX shell word: as is when it is plainly safe, else single-quoted.
+pub fn shell_word(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
+    if !s.is_empty() && !s.starts_with('-') && s.chars().all(plain) {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
     }
 }
 
