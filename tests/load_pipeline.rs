@@ -101,13 +101,24 @@ fn the_checker_reports_a_wrong_operand_descriptor_weight_and_address() {
     b[0] = b[0].wrapping_add(4);
     rt.device().write(pa, &b).unwrap();
     let bad = check_load(rt.device(), &neff, &images);
-    assert!(!bad.is_empty(), "an operand moved by 4 bytes in core {} was not reported", img.core);
+    let at = format!("sg{:02} {} ip {ip} slot 0: ", img.core, s.engine.key());
+    assert!(
+        bad.iter().any(|l| l.starts_with(&at) && l.contains("is not var")),
+        "an operand moved by 4 bytes in core {} was not reported as `{at}... is not var`: {bad:?}",
+        img.core
+    );
     rt.device().write(pa, &orig).unwrap();
-    // A var whose image address is wrong.
+    assert!(check_load(rt.device(), &neff, &images).is_empty());
+    // A var whose image address is wrong: every virtual var over it is reported.
     let mut broken = images.clone();
     let v = broken[0].vars.iter_mut().find(|v| v.size > 0).unwrap();
     v.pa += 64;
-    assert!(!check_load(rt.device(), &neff, &broken).is_empty(), "a moved var was not reported");
+    let name = v.name.clone();
+    let bad = check_load(rt.device(), &neff, &broken);
+    assert!(
+        bad.iter().any(|l| l.contains(&format!(" is not {name} + "))),
+        "a moved `{name}` was not reported: {bad:?}"
+    );
     // Debug info naming a var the operand does not touch.
     let mut broken = images.clone();
     let (img, s) = broken
