@@ -156,14 +156,15 @@ fn h_nn_and_h_model_come_from_two_independent_allocators() {
     let m1 = rt.nrt_load(&a, -1, -1).unwrap();
     let h1 = rt.dlr_model(m1.h_nn).unwrap().kelf_model.h_model;
     assert_eq!((m1.h_nn, h1), (HNn(1), HModel(1)));
-    // A load failing in S4 used an H_MODEL but no H_NN; one failing in S2 used neither.
+    // A load failing in S4 used an H_MODEL but no H_NN; one failing in S0 used neither.
     rt.device().set_fault_plan(FaultPlan::one(Fault::Tpb(2)));
     assert_eq!(rt.nrt_load(&b, 1, -1).unwrap_err().stage, Stage::S4Stage);
     rt.device().set_fault_plan(FaultPlan::none());
     let mut bad = b.clone();
     let n = bad.len();
     bad.truncate(n - 10_240 + 20);
-    assert!(rt.nrt_load(&bad, -1, -1).is_err());
+    // A truncated file fails the header's data-size check in S0, before any handle is drawn.
+    assert_eq!(rt.nrt_load(&bad, -1, -1).unwrap_err().stage, Stage::S0Guard);
     let m2 = rt.nrt_load(&b, -1, -1).unwrap();
     let h2 = rt.dlr_model(m2.h_nn).unwrap().kelf_model.h_model;
     assert_eq!((m2.h_nn, h2), (HNn(2), HModel(3)), "the spaces advance independently");
