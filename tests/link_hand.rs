@@ -85,7 +85,9 @@ func main
     assert_eq!(check_link(&modules, m), vec![]);
     // A different input of the same name is the seed's ExtInput collision.
     let b2 = b.replace("loc x dram input i32[4] @0x0", "loc x dram input i32[4] @0x40");
+    let collision = Recorder::start();
     let err = link(&parse_all(&[a, &b2])).unwrap_err();
+    assert_eq!(collision.hits("link.ext_collision"), 1);
     assert!(matches!(err, LinkError::ExtCollision { ref name, core: 1, .. } if name == "x"), "{err}");
     assert!(
         err.to_string().starts_with("Name collision for ExtInput `x` in Module Instance 1 subgraph nc1/sg1"),

@@ -101,13 +101,24 @@ fn the_checker_reports_a_wrong_operand_descriptor_weight_and_address() {
     b[0] = b[0].wrapping_add(4);
     rt.device().write(pa, &b).unwrap();
     let bad = check_load(rt.device(), &neff, &images);
-    assert!(!bad.is_empty(), "an operand moved by 4 bytes in core {} was not reported", img.core);
+    let at = format!("sg{:02} {} ip {ip} slot 0: ", img.core, s.engine.key());
+    assert!(
+        bad.iter().any(|l| l.starts_with(&at) && l.contains("is not var")),
+        "an operand moved by 4 bytes in core {} was not reported as `{at}... is not var`: {bad:?}",
+        img.core
+    );
     rt.device().write(pa, &orig).unwrap();
-    // A var whose image address is wrong.
+    assert!(check_load(rt.device(), &neff, &images).is_empty());
+    // A var whose image address is wrong: every virtual var over it is reported.
     let mut broken = images.clone();
     let v = broken[0].vars.iter_mut().find(|v| v.size > 0).unwrap();
     v.pa += 64;
-    assert!(!check_load(rt.device(), &neff, &broken).is_empty(), "a moved var was not reported");
+    let name = v.name.clone();
+    let bad = check_load(rt.device(), &neff, &broken);
+    assert!(
+        bad.iter().any(|l| l.contains(&format!(" is not {name} + "))),
+        "a moved `{name}` was not reported: {bad:?}"
+    );
     // Debug info naming a var the operand does not touch.
     let mut broken = images.clone();
     let (img, s) = broken
@@ -145,14 +156,15 @@ fn h_nn_and_h_model_come_from_two_independent_allocators() {
     let m1 = rt.nrt_load(&a, -1, -1).unwrap();
     let h1 = rt.dlr_model(m1.h_nn).unwrap().kelf_model.h_model;
     assert_eq!((m1.h_nn, h1), (HNn(1), HModel(1)));
-    // A load failing in S4 used an H_MODEL but no H_NN; one failing in S2 used neither.
+    // A load failing in S4 used an H_MODEL but no H_NN; one failing in S0 used neither.
     rt.device().set_fault_plan(FaultPlan::one(Fault::Tpb(2)));
     assert_eq!(rt.nrt_load(&b, 1, -1).unwrap_err().stage, Stage::S4Stage);
     rt.device().set_fault_plan(FaultPlan::none());
     let mut bad = b.clone();
     let n = bad.len();
     bad.truncate(n - 10_240 + 20);
-    assert!(rt.nrt_load(&bad, -1, -1).is_err());
+    // A truncated file fails the header's data-size check in S0, before any handle is drawn.
+    assert_eq!(rt.nrt_load(&bad, -1, -1).unwrap_err().stage, Stage::S0Guard);
     let m2 = rt.nrt_load(&b, -1, -1).unwrap();
     let h2 = rt.dlr_model(m2.h_nn).unwrap().kelf_model.h_model;
     assert_eq!((m2.h_nn, h2), (HNn(2), HModel(3)), "the spaces advance independently");

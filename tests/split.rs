@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use lncsim_model::ir::{self, *};
 use lncsim_model::program::interleave::{InterleaveError, run_interleaved};
-use lncsim_model::program::{GenConfig, SizeClass, generate, interpret, seeded_inputs};
+use lncsim_model::program::{GenConfig, SizeClass, Values, generate, interpret, seeded_inputs};
 use lncsim_model::split::{SplitError, split};
 use proptest::prelude::*;
 
@@ -124,4 +124,77 @@ fn the_interleaving_oracle_reports_a_missing_barrier_as_wrong_outputs_or_deadloc
     f.canonicalize();
     let inputs = seeded_inputs(&p, 0);
     assert!(matches!(run_interleaved(&modules, &inputs, 0), Err(InterleaveError::Deadlock(_))));
+}
+
+/// Core 0 doubles x into t; core 1 copies t (through its view `t_in1`) to out.
+const HANDOFF: &str = "module h lnc 2
+loc x dram input i32[16]
+loc t dram internal i32[16]
+loc out dram output i32[16]
+
+func main
+  block entry
+    i0 = dve add x[0..16], x[0..16] -> t[0..16] core 0
+    i1 = act relu t[0..16] -> out[0..16] core 1 after i0
+";
+
+fn handoff() -> (Vec<Module>, Values, Values) {
+    let p = ir::parse(HANDOFF).unwrap();
+    let inputs = seeded_inputs(&p, 1);
+    let golden = interpret(&p, &inputs).unwrap();
+    let modules = split(&p).unwrap();
+    assert_eq!(run_interleaved(&modules, &inputs, 0), Ok(golden.clone()), "the clean split passes");
+    (modules, inputs, golden)
+}
+
+fn view_mut(m: &mut Module) -> &mut MemoryLocation {
+    let id = m.loc_by_name("t_in1").unwrap();
+    &mut m.memlocs[id.index()]
+}
+
+#[test]
+fn the_interleaving_oracle_computes_wrong_outputs_for_a_view_of_the_wrong_tensor() {
+    let (mut modules, inputs, golden) = handoff();
+    // Core 1's view names core 0's `x` instead of `t`: out = relu(x), not relu(x + x).
+    view_mut(&mut modules[1]).remote_local_target = Some(RemoteLocalTarget { name: "x".into(), core: 0 });
+    let got = run_interleaved(&modules, &inputs, 0).unwrap();
+    let relu_x: Vec<i32> = inputs["x"].iter().map(|&v| v.max(0)).collect();
+    assert_eq!(got["out"], relu_x);
+    assert_ne!(got["out"], golden["out"]);
+    // A view that lost its producer reads a location nobody writes: refused before running.
+    view_mut(&mut modules[1]).remote_local_target = None;
+    let e = run_interleaved(&modules, &inputs, 0).unwrap_err();
+    assert!(matches!(e, InterleaveError::Interp { core: 1, .. }) && e.to_string().contains("t_in1"), "{e}");
+}
+
+#[test]
+fn the_interleaving_oracle_reports_a_dangling_view_a_barrier_mismatch_and_a_duplicate_output() {
+    let (modules, inputs, _) = handoff();
+    let mut dangling = modules.clone();
+    view_mut(&mut dangling[1]).remote_local_target = Some(RemoteLocalTarget { name: "nope".into(), core: 0 });
+    assert_eq!(
+        run_interleaved(&dangling, &inputs, 0),
+        Err(InterleaveError::MissingRemote { core: 1, view: "t_in1".into(), name: "nope".into(), target: 0 })
+    );
+    // Core 1's arrival claims it is alone at the barrier; core 0's lists both.
+    let mut alone = modules.clone();
+    let group = alone[1].functions[0]
+        .insts
+        .iter_mut()
+        .find_map(|i| match &mut i.op {
+            Op::CoreBarrier(b) => {
+                b.participants = vec![1];
+                Some(b.group)
+            }
+            _ => None,
+        })
+        .unwrap();
+    for seed in 0..8 {
+        assert_eq!(run_interleaved(&alone, &inputs, seed), Err(InterleaveError::BarrierMismatch(group)), "seed {seed}");
+    }
+    // Core 0 declares `out` as an output too.
+    let mut twice = modules;
+    let out = twice[1].loc(twice[1].loc_by_name("out").unwrap()).clone();
+    twice[0].add_loc(out);
+    assert_eq!(run_interleaved(&twice, &inputs, 0), Err(InterleaveError::DuplicateOutput("out".into())));
 }

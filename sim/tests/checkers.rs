@@ -54,6 +54,7 @@ fn a_shared_tensor_unequal_across_cores_is_reported() {
     let rec = Recorder::start();
     let (report, out) = s.run(SimConfig::seeded(0));
     assert!(rec.hits("sim.equalize.unequal_var") > 0);
+    assert!(rec.hits("sim.equalize.unequal_access") > 0);
     let v: Vec<&Violation> = report.of_kind("unequal").collect();
     assert_eq!(v.len(), 1, "{report}");
     let Violation::Unequal { name, first, other } = v[0] else { unreachable!() };
@@ -152,7 +153,9 @@ fn a_relocation_bug_changes_what_runs() {
         |r| r.opcode == Opcode::Relu,
         |r| r.ops[1] = lncsim_model::codegen::record::Operand::physical(r.ops[1].pa() + 4, r.ops[1].c),
     );
+    let rec = Recorder::start();
     let (report, out) = s.run(SimConfig::seeded(0));
+    assert!(rec.hits("sim.ownership.out_of_var") > 0);
     let v: Vec<&Violation> = report.of_kind("out-of-var").collect();
     assert_eq!(v.len(), 1, "{report}");
     assert!(matches!(v[0], Violation::OutOfVar { site, .. } if site.var.as_deref() == Some("a")));

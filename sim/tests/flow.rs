@@ -72,6 +72,16 @@ fn each_planted_bug_is_reported_by_the_check_that_should_catch_it() {
     let mut cfg = RunConfig::generated(1, 4, SizeClass::Small);
     cfg.plant = Some(PlantedBug::DuplicateBarrierId);
     assert!(run(&cfg).failed_checks().contains(&"link checker: barrier ids unique and dense, shared tensors unified"));
+    // A moved view of a shared tensor also corrupts what the program computes: the
+    // output comparison reports it (seed 0: core 3 reads `t23` one page too low).
+    let mut cfg = RunConfig::generated(0, 4, SizeClass::Small);
+    cfg.plant = Some(PlantedBug::UnsyncedShared);
+    let r = run(&cfg);
+    let outputs = r.checks.iter().find(|c| c.name == "simulated outputs equal the interpreter's").unwrap();
+    assert!(
+        matches!(&outputs.result, lncsim_sim::flow::CheckResult::Fail(e) if e.starts_with("output `out1` differs")),
+        "{r}"
+    );
 }
 
 #[test]

@@ -9,8 +9,9 @@
 //! `bir_linker`), packed into a NEFF and loaded by `nrt_load` on the
 //! simulated device. Target
 //! (issue 7): at least 1 million simulated instructions per second on one
-//! thread. For comparison it also runs `lncsim run`'s default program (4
-//! cores, size small: tensors up to 4 Ki elements), without a target.
+//! thread; exits 1 when it is missed. For comparison it also runs `lncsim
+//! run`'s default program (4 cores, size small: tensors up to 4 Ki
+//! elements), without a target.
 //! Building a simulation (fetch, decode, mirror) is timed apart from running it.
 
 use std::process::ExitCode;
@@ -178,5 +179,8 @@ pub fn run(a: &BenchSimArgs) -> Result<ExitCode, CliError> {
         ips / 1e6,
         if ips >= 1e6 { "PASS" } else { "FAIL" }
     );
+    if ips < 1e6 {
+        return Err(CliError::CheckFailed(format!("{:.2} M simulated instructions/s (target >= 1.00 M)", ips / 1e6)));
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,8 +1,10 @@
 //! Loadable NEFFs for tests and benchmarks: a program is split, its DRAM
 //! locations placed by a trivial bump allocator ([`place_by_hand`]: no
 //! reuse, so no liveness analysis is needed), compiled per core and packaged
-//! with [`pack_code`]. A stand-in for `pipeline::compile` (the real
-//! allocator and linker) until it lands; the NEFF layout is the same.
+//! with [`pack_code`]. A simpler path than `pipeline::compile` (no DRAM
+//! allocator, no linker), kept so the loader's tests and `lncsim bench load`
+//! do not depend on the allocator or the linker; the NEFF layout is the same.
+//! The real flow (pipeline, NEFF, `nrt_load`) is `lncsim_sim::testkit::load_compiled`.
 
 use std::collections::BTreeMap;
 

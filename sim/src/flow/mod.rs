@@ -11,6 +11,8 @@
 //! Nothing here panics on user input; every failure is a failed stage or
 //! check in the [`RunReport`], which also carries the command that replays it.
 
+mod leftovers;
+mod outputs;
 pub mod plant;
 mod report;
 pub mod shrink;
@@ -20,7 +22,7 @@ use lncsim_model::codegen::{CoreCode, VarKind, codegen};
 use lncsim_model::dram::check_modules;
 use lncsim_model::ir::Module;
 use lncsim_model::link::{check_link, link};
-use lncsim_model::load::{CoreImage, Device, Runtime};
+use lncsim_model::load::{CoreImage, Runtime};
 use lncsim_model::neff::pack::pack_code;
 use lncsim_model::neff::{NeffHeader, PackOptions};
 use lncsim_model::pipeline::{PipelineOptions, build_pipeline};
@@ -37,6 +39,8 @@ pub use report::{Check, CheckResult, RunReport, Stage};
 use crate::device::{Fault, FaultPlan as DeviceFaults, SimDevice};
 use crate::tnc::{LoaderSpec, TncScenario};
 use crate::{DmaSpikes, FaultPlan, SimConfig, Simulation, StallFault};
+use leftovers::{faulty_load_verdict, unload_verdict};
+use outputs::compare;
 
 /// Where the run's program comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -300,23 +304,6 @@ fn list<T: std::fmt::Display>(v: &[T]) -> Result<(), String> {
     }
 }
 
-fn compare(golden: &Values, got: &Values) -> Result<(), String> {
-    for (name, want) in golden {
-        match got.get(name) {
-            None => return Err(format!("output `{name}` missing")),
-            Some(v) if v != want => {
-                let i = v.iter().zip(want).position(|(a, b)| a != b).unwrap_or(v.len().min(want.len()));
-                return Err(format!("output `{name}` differs first at element {i}"));
-            }
-            Some(_) => {}
-        }
-    }
-    match got.keys().find(|k| !golden.contains_key(*k)) {
-        Some(extra) => Err(format!("unexpected output `{extra}`")),
-        None => Ok(()),
-    }
-}
-
 /// A device of `lnc` physical cores in one vnc.
 fn device(lnc: u32) -> SimDevice {
     SimDevice::new(lnc.max(1), lnc.max(1))
@@ -401,14 +388,7 @@ fn execute_neff(cfg: &RunConfig, bytes: &[u8], golden: Option<&Values>, inputs: 
     }
     r.trace_hash = Some(report.trace_hash);
     r.sim = Some(report);
-    let unloaded = rt.nrt_unload(&model).map_err(|e| e.to_string()).and_then(|()| {
-        let live = rt.device().live_allocations();
-        if live == 0 && rt.registered().is_empty() {
-            Ok(())
-        } else {
-            Err(format!("{live} allocations left after unload"))
-        }
-    });
+    let unloaded = unload_verdict(&rt, rt.nrt_unload(&model));
     r.check("unload leaves the device empty and nothing registered", &[6], unloaded);
 }
 
@@ -453,25 +433,7 @@ fn faulty_load(bytes: &[u8], lnc: u32, fault: LoadFault, seed: u64, r: &mut RunR
         }],
     });
     let rt = Runtime::new(dev);
-    let outcome = match load(&rt, bytes, seed) {
-        Ok(m) => {
-            // The load needed fewer operations than the fault index: nothing to check but a clean unload.
-            let unloaded = rt.nrt_unload(&m).map_err(|e| e.to_string());
-            unloaded.map(|()| format!("{fault:?} not reached: the load succeeded"))
-        }
-        Err(e) => {
-            let live = rt.device().live_allocations();
-            let claimed: u32 = rt.vnc_usage().iter().sum();
-            if live == 0 && rt.registered().is_empty() && claimed == 0 {
-                Ok(format!("{fault:?}: {e}"))
-            } else {
-                Err(format!(
-                    "after `{e}`: {live} allocations, {} models, {claimed} vnc claims left",
-                    rt.registered().len()
-                ))
-            }
-        }
-    };
+    let outcome = faulty_load_verdict(&rt, load(&rt, bytes, seed), &fault);
     r.check("a faulty load fails cleanly: nothing allocated, registered or claimed", &[6], outcome.map(|_| ()));
 }
 

@@ -1,0 +1,264 @@
+//! The independent load-layout checker (`common/load_check.rs`) fed loads
+//! broken one rule at a time: each rule reports its own line. (Wrong
+//! operands, descriptors, weights and var addresses are in `load_pipeline.rs`.)
+#![allow(clippy::unwrap_used)]
+
+#[path = "common/load_check.rs"]
+mod load_check;
+
+use lncsim_model::codegen::VarKind;
+use lncsim_model::codegen::record::{DESCRIPTOR_SIZE, DeviceDescriptor, Opcode, RECORD_SIZE, Record};
+use lncsim_model::load::testkit::pack_generated;
+use lncsim_model::load::{CoreImage, Device, HNn, Isa, Runtime, StreamImage};
+use lncsim_model::neff::manifest::VarType;
+use lncsim_model::neff::{Neff, ReadOptions};
+use lncsim_model::program::{GenConfig, SizeClass};
+use lncsim_sim::device::SimDevice;
+use load_check::check_load;
+
+/// A 4-core generated NEFF loaded clean, its parsed form and its images.
+fn loaded() -> (Runtime<SimDevice>, Neff, Vec<CoreImage>) {
+    let bytes = pack_generated(&GenConfig::new(3, 4, SizeClass::Small)).unwrap();
+    let neff = Neff::parse(&bytes, &ReadOptions::default()).unwrap();
+    let rt = Runtime::new(SimDevice::new(4, 4));
+    let m = rt.nrt_load(&bytes, -1, -1).unwrap();
+    let images = rt.core_images(m.h_nn).unwrap();
+    assert_eq!(check_load(rt.device(), &neff, &images), Vec::<String>::new(), "the clean load must pass");
+    (rt, neff, images)
+}
+
+/// The checker's lines for `images` changed by `edit`; asserts one contains every needle.
+fn reports(
+    rt: &Runtime<SimDevice>,
+    neff: &Neff,
+    images: &[CoreImage],
+    edit: impl FnOnce(&mut Vec<CoreImage>),
+    needles: &[&str],
+) {
+    let mut broken = images.to_vec();
+    edit(&mut broken);
+    let bad = check_load(rt.device(), neff, &broken);
+    assert!(bad.iter().any(|l| needles.iter().all(|n| l.contains(n))), "no line with {needles:?} in {bad:#?}");
+}
+
+#[test]
+fn images_that_do_not_match_the_subgraphs_are_reported() {
+    let (rt, neff, images) = loaded();
+    reports(
+        &rt,
+        &neff,
+        &images,
+        |b| {
+            b.pop();
+        },
+        &["3 images for 4 subgraphs"],
+    );
+    reports(&rt, &neff, &images, |b| b[1].core = 0, &["image 1 says core 0"]);
+    reports(
+        &rt,
+        &neff,
+        &images,
+        |b| {
+            b[2].vars.pop();
+        },
+        &["sg02: var ", "missing from the image"],
+    );
+    reports(&rt, &neff, &images, |b| b[0].vars[0].name.push('x'), &["sg00 var ", "image has"]);
+    let sized = images[0].vars.iter().position(|v| matches!(v.kind, VarKind::Virtual { .. }) && v.size > 0).unwrap();
+    reports(&rt, &neff, &images, |b| b[0].vars[sized].size += 4, &["in the image", "in def.json"]);
+}
+
+#[test]
+fn io_buffers_and_the_shared_region_must_be_one_address_on_every_core() {
+    let (rt, neff, images) = loaded();
+    // An input that core 2 declares and core 0 too ("same name, same buffer").
+    let input = images[2]
+        .vars
+        .iter()
+        .position(|v| v.kind == VarKind::Input && images[0].vars.iter().any(|x| x.name == v.name))
+        .unwrap();
+    reports(
+        &rt,
+        &neff,
+        &images,
+        |b| b[2].vars[input].pa += 64,
+        &["sg02 var ", "IO buffer differs from another core's"],
+    );
+    let shared = images[1].vars.iter().position(|v| v.kind == VarKind::SharedScratch).unwrap();
+    reports(&rt, &neff, &images, |b| b[1].vars[shared].pa += 4096, &["sg01 var ", "shared region differs"]);
+}
+
+#[test]
+fn a_view_away_from_its_producer_is_reported() {
+    let (rt, neff, images) = loaded();
+    // A consumer's view `<t>_in<c>` and its producer's `<t>` on another core.
+    let (c, v, t) = images
+        .iter()
+        .enumerate()
+        .find_map(|(c, img)| {
+            img.vars.iter().enumerate().find_map(|(i, v)| {
+                let t = v.name.strip_suffix(&format!("_in{c}"))?;
+                images.iter().any(|o| o.core != img.core && o.vars.iter().any(|x| x.name == t)).then_some((c, i, t))
+            })
+        })
+        .unwrap();
+    let view = images[c].vars[v].name.clone();
+    reports(&rt, &neff, &images, |b| b[c].vars[v].pa += 64, &[&format!("sg{c:02} {view} at "), &format!(" {t} at ")]);
+}
+
+#[test]
+fn overlapping_pieces_and_wrong_debug_info_are_reported() {
+    let (rt, neff, images) = loaded();
+    let e = images[0].engines.iter().position(|s| s.records > 0 && s.descriptors > 0).unwrap();
+    let key = images[0].engines[e].engine.key();
+    // The ring placed over the stream.
+    reports(
+        &rt,
+        &neff,
+        &images,
+        |b| b[0].engines[e].ring_pa = b[0].engines[e].pa,
+        &[&format!("sg00 {key} ring"), "overlaps", &format!("sg00 {key} stream")],
+    );
+    reports(
+        &rt,
+        &neff,
+        &images,
+        |b| {
+            b[0].engines[e].operand_vars.pop();
+        },
+        &["debug info does not match"],
+    );
+    reports(
+        &rt,
+        &neff,
+        &images,
+        |b| {
+            let d = &mut b[0].engines[e].descriptor_vars[0];
+            *d = (d.1, d.0.wrapping_add(1));
+        },
+        &["dma[0]: descriptor_vars do not name"],
+    );
+    // An lncsim stream declared opaque: the relocated device bytes are not the NEFF's.
+    reports(&rt, &neff, &images, |b| b[0].isa = Isa::Opaque, &[&format!("sg00 {key}: opaque stream differs")]);
+}
+
+#[test]
+fn vars_outside_every_allocation_and_placed_non_hbm_vars_are_reported() {
+    let (rt, neff, images) = loaded();
+    let w = images[0].vars.iter().position(|v| v.name == "w0").unwrap();
+    reports(
+        &rt,
+        &neff,
+        &images,
+        |b| b[0].vars[w].pa = 0x7000_0000_0000,
+        &["sg00 var w0: ", "is not inside a live allocation"],
+    );
+    // def.json says `t2` is a state-buffer var, yet the image placed it in HBM.
+    let mut sb = neff.clone();
+    sb.subgraphs[0].def.var.get_mut("t2").unwrap().var_type = VarType::StateBuffer;
+    let bad = check_load(rt.device(), &sb, &images);
+    assert!(bad.iter().any(|l| l.starts_with("sg00 var t2: not an HBM type but placed at ")), "{bad:#?}");
+}
+
+#[test]
+fn stream_and_ring_lengths_that_differ_from_the_neff_are_reported() {
+    let (rt, neff, images) = loaded();
+    let e = images[0].engines.iter().position(|s| s.records > 1 && s.descriptors > 0).unwrap();
+    let key = images[0].engines[e].engine.key();
+    reports(
+        &rt,
+        &neff,
+        &images,
+        |b| b[0].engines[e].descriptors -= 1,
+        &[&format!("sg00 {key}: "), "descriptors, engine json has"],
+    );
+    let n = images[0].engines[e].records;
+    reports(
+        &rt,
+        &neff,
+        &images,
+        |b| b[0].engines[e].records -= 1,
+        &[&format!("sg00 {key}: device record {} missing or undecodable", n - 1)],
+    );
+    reports(
+        &rt,
+        &neff,
+        &images,
+        |b| {
+            let s = &mut b[0].engines[e];
+            s.records += 1;
+            s.operand_vars.push([None; 3]);
+        },
+        &[&format!("sg00 {key}: {} device records, expected {n}", n + 1)],
+    );
+}
+
+/// Rewrites device record `ip` of stream `s`; returns the original bytes.
+fn rewrite(rt: &Runtime<SimDevice>, s: &StreamImage, ip: u64, edit: impl FnOnce(&mut Record)) -> (u64, Vec<u8>) {
+    let pa = s.pa + ip * RECORD_SIZE as u64;
+    let orig = rt.device().copy_out(pa, RECORD_SIZE as u64).unwrap();
+    let mut r = Record::decode(&orig).unwrap();
+    edit(&mut r);
+    rt.device().write(pa, &r.encode()).unwrap();
+    (pa, orig)
+}
+
+/// The first device record of any stream that `pick` accepts: (core, stream, ip).
+fn find(rt: &Runtime<SimDevice>, images: &[CoreImage], pick: impl Fn(&Record) -> bool) -> (usize, StreamImage, u64) {
+    for (c, img) in images.iter().enumerate() {
+        for s in &img.engines {
+            for ip in 0..s.records {
+                let r = Record::decode(&rt.device().copy_out(s.pa + ip * RECORD_SIZE as u64, 64).unwrap()).unwrap();
+                if pick(&r) {
+                    return (c, s.clone(), ip);
+                }
+            }
+        }
+    }
+    panic!("no record picked");
+}
+
+#[test]
+fn records_changed_on_the_device_are_reported() {
+    let (rt, neff, images) = loaded();
+    let check = |needles: &[&str]| {
+        let bad = check_load(rt.device(), &neff, &images);
+        assert!(bad.iter().any(|l| needles.iter().all(|n| l.contains(n))), "no line with {needles:?} in {bad:#?}");
+    };
+    let restore = |(pa, orig): (u64, Vec<u8>)| {
+        rt.device().write(pa, &orig).unwrap();
+        assert_eq!(check_load(rt.device(), &neff, &images), Vec::<String>::new());
+    };
+    // A record without memory operands must arrive unchanged; a DMA on its descriptor's queue.
+    let (c, s, ip) = find(&rt, &images, |r| r.opcode == Opcode::Dma);
+    let at = format!("sg{c:02} {} ip ", s.engine.key());
+    restore({
+        let old = rewrite(&rt, &s, ip, |r| r.imm += 1);
+        check(&[&at, ": Dma changed"]);
+        old
+    });
+    let rec = Record::decode(&rt.device().copy_out(s.pa + ip * RECORD_SIZE as u64, 64).unwrap()).unwrap();
+    let d_pa = s.ring_pa + u64::from(rec.ops[0].b) * DESCRIPTOR_SIZE as u64;
+    let orig = rt.device().copy_out(d_pa, DESCRIPTOR_SIZE as u64).unwrap();
+    let mut d = DeviceDescriptor::decode(&orig).unwrap();
+    d.queue += 1;
+    rt.device().write(d_pa, &d.encode()).unwrap();
+    check(&[&at, &format!(": DMA on queue {} but its descriptor says", rec.ops[0].a)]);
+    restore((d_pa, orig));
+    // A compute record keeps its opcode.
+    let (c, s, ip) = find(&rt, &images, |r| r.opcode == Opcode::Relu);
+    restore({
+        let old = rewrite(&rt, &s, ip, |r| r.opcode = Opcode::Reduce);
+        check(&[&format!("sg{c:02} {} ip ", s.engine.key()), ": Relu became Reduce"]);
+        old
+    });
+    // A pseudo-add's expansion is a chain of Adds.
+    let models = rt.models(HNn(1)).unwrap();
+    let (sg, p) = models.iter().find_map(|m| m.kbin_patch_info.first().map(|p| (m.sg as usize, *p))).unwrap();
+    let s = images[sg].engines[p.engine.index()].clone();
+    restore({
+        let old = rewrite(&rt, &s, p.device_ip, |r| r.opcode = Opcode::Mul);
+        check(&[&format!("sg{sg:02} {} ip {}: expansion record 1 is Mul", s.engine.key(), p.neff_ip)]);
+        old
+    });
+}
