@@ -38,7 +38,10 @@ fn the_real_neff_reaches_staging_and_reports_both_subgraphs() {
     assert!(out.contains("staged opaque, not relocated"));
     let (code, _, err) = run(&["load", f, "--cores", "1"]);
     assert_eq!(code, 1);
-    assert_eq!(err.trim(), "lncsim: error: NRT_INVALID(2): Insufficient number of pncs, required 2, available 1");
+    assert_eq!(
+        err.trim(),
+        format!("lncsim: error: {f}: NRT_INVALID(2): Insufficient number of pncs, required 2, available 1")
+    );
 }
 
 #[test]
@@ -79,15 +82,16 @@ fn failures_exit_1_with_the_status_on_one_line() {
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["state"], "FAILED");
     assert_eq!((v["status"]["name"].as_str(), v["status"]["code"].as_u64()), (Some("NRT_RESOURCE"), Some(4)));
-    assert!(err.starts_with("lncsim: error: NRT_RESOURCE(4): MEM_ALLOC_V2MT64 failed"), "{err}");
+    assert!(err.starts_with(&format!("lncsim: error: {f}: NRT_RESOURCE(4): MEM_ALLOC_V2MT64 failed")), "{err}");
     assert_eq!(err.lines().count(), 1);
     let (code, out, _) = run(&["load", f, "--fail-alloc", "1000"]);
     assert_eq!(code, 0, "a fault past the load's allocations changes nothing\n{out}");
     let junk = std::env::temp_dir().join(format!("lncsim-load-cli-{}-junk.neff", std::process::id()));
     std::fs::write(&junk, [7u8; 3000]).unwrap();
-    let (code, _, err) = run(&["load", junk.to_str().unwrap()]);
+    let junk_path = junk.to_str().unwrap();
+    let (code, _, err) = run(&["load", junk_path]);
     assert_eq!(code, 1);
-    assert!(err.starts_with("lncsim: error: NRT_INVALID(2):"), "{err}");
+    assert!(err.starts_with(&format!("lncsim: error: {junk_path}: NRT_INVALID(2):")), "{err}");
     let (code, _, err) = run(&["load", "/nonexistent.neff"]);
     assert_eq!(code, 1, "{err}");
     std::fs::remove_file(f).unwrap();
