@@ -11,11 +11,11 @@
 
 pub mod codegen;
 pub mod dram;
-mod fxhash;
 pub mod ir;
 pub mod link;
 pub mod load;
 pub mod marks;
+mod namehash;
 pub mod neff;
 pub mod pipeline;
 pub mod program;

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::hash::BuildHasherDefault;
 
-use crate::fxhash::FxHasher;
+use crate::namehash::{NameHasher, hash_name};
 use std::fmt;
 
 use super::module::*;
@@ -97,6 +97,15 @@ impl fmt::Display for Ctx<'_> {
     }
 }
 
+/// A location or set named in an error: formatted only when an error is reported.
+struct Named<'a>(&'static str, &'a str);
+
+impl fmt::Display for Named<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} `{}`", self.0, self.1)
+    }
+}
+
 /// Which locations are written where, for the use-before-def rule.
 struct Written<'a> {
     /// Position of the first write in the function being checked, so far.
@@ -125,9 +134,18 @@ impl Verifier<'_> {
         self.errs.push(VerifyError::Dangling { context, what, index });
     }
 
-    fn dups<'n>(&mut self, kind: &'static str, scope: &str, names: impl Iterator<Item = &'n str>) {
+    fn dups<'n>(&mut self, kind: &'static str, scope: &str, names: impl Iterator<Item = &'n str> + Clone) {
+        // Distinct 64-bit hashes prove distinct names: sort the hashes (one
+        // sequential pass and a cache-friendly sort, where a table of a
+        // million names misses the cache on every insert) and look for equal
+        // neighbours. Only then find the duplicates themselves, in order.
+        let mut hashes: Vec<u64> = names.clone().map(hash_name).collect();
+        hashes.sort_unstable();
+        if hashes.windows(2).all(|w| w[0] != w[1]) {
+            return;
+        }
         // Insert-only (never iterated), so the hash order cannot leak into reports.
-        let mut seen: HashSet<&str, BuildHasherDefault<FxHasher>> =
+        let mut seen: HashSet<&str, BuildHasherDefault<NameHasher>> =
             HashSet::with_capacity_and_hasher(names.size_hint().0, BuildHasherDefault::default());
         for n in names {
             if !seen.insert(n) {
@@ -159,26 +177,26 @@ impl Verifier<'_> {
         self.dups("queue", "", m.queues.iter().map(|q| q.name.as_str()));
         self.dups("function", "", m.functions.iter().map(|f| f.name.as_str()));
         for (i, l) in m.memlocs.iter().enumerate() {
-            let ctx = format!("location `{}`", l.name);
+            let ctx = Named("location", &l.name);
             if l.elem_count == 0 {
-                self.mismatch(ctx.clone(), "element count must be at least 1");
+                self.mismatch(ctx.to_string(), "element count must be at least 1");
             }
             if let Some(r) = &l.remote_local_target {
                 if r.core >= m.attrs.lnc_size {
-                    self.structure(ctx.clone(), format!("remote core {} is not below lnc_size", r.core));
+                    self.structure(ctx.to_string(), format!("remote core {} is not below lnc_size", r.core));
                 }
                 if Some(r.core) == m.attrs.neuron_core_id {
-                    self.structure(ctx.clone(), "remote_local_target names its own core");
+                    self.structure(ctx.to_string(), "remote_local_target names its own core");
                 }
             }
             for a in &l.aliases {
                 if self.loc_ok(&ctx, a.target) && a.target.index() == i {
-                    self.structure(ctx.clone(), "aliases itself");
+                    self.structure(ctx.to_string(), "aliases itself");
                 }
             }
         }
         for s in &m.sets {
-            let ctx = format!("set `{}`", s.name);
+            let ctx = Named("set", &s.name);
             for &id in &s.locs {
                 self.loc_ok(&ctx, id);
             }

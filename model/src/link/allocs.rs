@@ -123,6 +123,8 @@ struct Planner<'a> {
     info: &'a DefInfo,
     /// Claimed names.
     names: NameTable,
+    /// Flat index of each def's first location (the name table's numbering).
+    offsets: Vec<usize>,
     plan: AllocPlan,
 }
 
@@ -139,9 +141,19 @@ pub fn copy_allocs(modules: &[Module], info: &DefInfo) -> Result<AllocPlan, Link
     };
     plan.own_map = plan.inst_map.clone();
     let total: usize = info.defs.iter().map(|d| modules[d.module].memlocs.len()).sum();
-    let names = NameTable::with_capacity(total);
+    let all = info.defs.iter().flat_map(|d| modules[d.module].memlocs.iter().map(|l| l.name.as_str()));
+    let names = NameTable::new(all);
+    let offsets = info
+        .defs
+        .iter()
+        .scan(0, |at, d| {
+            let o = *at;
+            *at += modules[d.module].memlocs.len();
+            Some(o)
+        })
+        .collect();
     plan.locs.reserve(total);
-    let mut p = Planner { modules, info, names, plan };
+    let mut p = Planner { modules, info, names, offsets, plan };
     p.externals()?;
     p.privates();
     p.views()?;
@@ -159,18 +171,24 @@ impl<'a> Planner<'a> {
         id
     }
 
-    /// Adds `loc` of core `core` under its own name when free, else under
-    /// `<name>.nc<core>[.k]` (a reported collision).
-    fn claim_push(&mut self, d: usize, loc: &MemoryLocation, core: u32) -> MemLocId {
+    /// Adds `loc` (location `i` of def `d`, or its stand-in) of core `core`
+    /// under its own name when free, else under `<name>.nc<core>[.k]` (a
+    /// reported collision).
+    fn claim_push(&mut self, d: usize, i: usize, loc: &MemoryLocation, core: u32) -> MemLocId {
         let id = MemLocId::from_index(self.plan.locs.len());
         let name = &loc.name;
-        if self.names.try_claim(name, id, &self.plan.locs) {
+        if self.names.claim_original(self.offsets[d] + i, name, id, &self.plan.locs) {
             return self.push(loc, name.clone());
         }
         let base = format!("{name}.nc{core}");
         let mut new = base.clone();
         let mut k = 2;
-        while !self.names.try_claim(&new, id, &self.plan.locs) {
+        let (modules, info, offsets) = (self.modules, self.info, &self.offsets);
+        let original = |flat: usize| -> &'a str {
+            let d = offsets.partition_point(|&o| o <= flat) - 1;
+            &modules[info.defs[d].module].memlocs[flat - offsets[d]].name
+        };
+        while !self.names.claim_generated(&new, id, &self.plan.locs, original) {
             new = format!("{base}.{k}");
             k += 1;
         }
@@ -190,7 +208,7 @@ impl<'a> Planner<'a> {
                 let fresh = MemLocId::from_index(self.plan.locs.len());
                 let id = match self.names.get(&l.name, &self.plan.locs) {
                     None => {
-                        self.names.try_claim(&l.name, fresh, &self.plan.locs);
+                        self.names.claim_original(self.offsets[d] + i, &l.name, fresh, &self.plan.locs);
                         self.push(l, l.name.clone())
                     }
                     Some(id) => {
@@ -217,7 +235,7 @@ impl<'a> Planner<'a> {
                 if is_external(l) || l.remote_local_target.is_some() {
                     continue;
                 }
-                let id = self.claim_push(d, l, def.core);
+                let id = self.claim_push(d, i, l, def.core);
                 self.plan.inst_map[d][i] = id;
                 self.plan.own_map[d][i] = id;
             }
@@ -314,7 +332,7 @@ impl<'a> Planner<'a> {
                     self.plan.io2spill.push(format!("{} (core {})", l.name, def.core));
                 }
                 view.name.clone_from(&l.name);
-                let own = self.claim_push(d, &view, def.core);
+                let own = self.claim_push(d, i, &view, def.core);
                 self.plan.inst_map[d][i] = unified;
                 self.plan.own_map[d][i] = own;
                 self.plan.aliases.push((own, unified));

@@ -1,52 +1,123 @@
 //! The linker's table of claimed location names (used by `copyAllocs2Func`
-//! for collision detection): a hash table looked up, never iterated.
+//! for collision detection): looked up, never iterated.
+//!
+//! A link of a million locations must stay linear, and a hash table of a
+//! million names misses the cache on every probe. Nearly every name is
+//! unique, so the table first sorts the hashes of every original name (one
+//! cache-friendly sort) and learns which hashes more than one location
+//! carries ("contested"). Claiming an uncontested original name then touches
+//! only two small tables and a flag; only contested names and the names the
+//! linker generates (`<name>.nc<core>`) go through the exact table.
 
-use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
-
-use crate::fxhash::{FxHasher, IdentityHasher};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 
 use crate::ir::{MemLocId, MemoryLocation};
+use crate::namehash::{IdentityHasher, hash_name};
 
-/// Claimed names: the 64-bit Fx hash of each name -> the first location
-/// claiming it, plus an overflow map for distinct names sharing a hash (so a
-/// lookup touches one table slot, and the name itself only on a hit). Hash
-/// maps are only ever looked up here, never iterated, so their order cannot
-/// leak; the hashers are fixed (no random state). A link of a million
-/// locations must stay linear, which a tree of string keys does not.
+type ByHash<V> = HashMap<u64, V, BuildHasherDefault<IdentityHasher>>;
+
+/// Claimed names. Every original name has a flat index (its position in the
+/// iterator given to [`NameTable::new`]); a claim of an original name says
+/// which one it is.
 pub(crate) struct NameTable {
-    by_hash: HashMap<u64, MemLocId, BuildHasherDefault<IdentityHasher>>,
+    /// Hashes more than one original name carries.
+    contested: HashSet<u64, BuildHasherDefault<IdentityHasher>>,
+    /// Every original name's hash and flat index, sorted: searched only for generated names.
+    originals: Vec<(u64, u32)>,
+    /// Where each run of `originals` sharing the top `bits` hash bits starts
+    /// (plus the end), so a search reads one short run, not a binary search's
+    /// twenty cache lines.
+    starts: Vec<u32>,
+    /// How many top hash bits index `starts`.
+    bits: u32,
+    /// Uncontested originals that claimed their name (by flat index).
+    claimed: Vec<bool>,
+    /// The exact table: contested originals and generated names claimed so
+    /// far, by hash, plus an overflow map for distinct names sharing a hash.
+    by_hash: ByHash<MemLocId>,
     overflow: BTreeMap<String, MemLocId>,
 }
 
-/// Fx over the name's bytes, then a splitmix64 finalizer so every bit
-/// (the table indexes by the low ones) depends on every byte.
-fn fx(name: &str) -> u64 {
-    let mut h = FxHasher::default();
-    h.write(name.as_bytes());
-    let mut z = h.finish() ^ name.len() as u64;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+/// The top `bits` bits of `h` (0 when `bits` is 0).
+fn top_bits(h: u64, bits: u32) -> usize {
+    h.checked_shr(64 - bits).unwrap_or(0) as usize
 }
 
 impl NameTable {
-    /// An empty table sized for `n` names.
-    pub(crate) fn with_capacity(n: usize) -> Self {
+    /// A table for the original names `names` (flat index = position).
+    pub(crate) fn new<'n>(names: impl Iterator<Item = &'n str>) -> Self {
+        let mut originals: Vec<(u64, u32)> =
+            names.enumerate().map(|(i, n)| (hash_name(n), u32::try_from(i).unwrap_or(u32::MAX))).collect();
+        originals.sort_unstable();
+        let mut contested = HashSet::default();
+        for w in originals.windows(2) {
+            if w[0].0 == w[1].0 {
+                contested.insert(w[0].0);
+            }
+        }
+        let n = originals.len();
+        // About one original per run.
+        let bits = (usize::BITS - n.leading_zeros()).min(24);
+        let mut starts = vec![0u32; (1 << bits) + 1];
+        for &(h, _) in &originals {
+            starts[top_bits(h, bits) + 1] += 1;
+        }
+        for k in 1..starts.len() {
+            starts[k] += starts[k - 1];
+        }
         NameTable {
-            by_hash: HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default()),
+            contested,
+            originals,
+            starts,
+            bits,
+            claimed: vec![false; n],
+            by_hash: ByHash::default(),
             overflow: BTreeMap::new(),
         }
     }
 
+    /// The location that claimed `name`, if one did. Exact for an original
+    /// name that has not claimed yet (the externals' unification asks before
+    /// claiming): any earlier holder is contested or generated.
     pub(crate) fn get(&self, name: &str, locs: &[MemoryLocation]) -> Option<MemLocId> {
-        let id = *self.by_hash.get(&fx(name))?;
+        let id = *self.by_hash.get(&hash_name(name))?;
         if locs[id.index()].name == name { Some(id) } else { self.overflow.get(name).copied() }
     }
 
-    /// Claims `name` for `id` unless it is taken (one table probe in the common case).
-    pub(crate) fn try_claim(&mut self, name: &str, id: MemLocId, locs: &[MemoryLocation]) -> bool {
-        match self.by_hash.entry(fx(name)) {
+    /// Claims original name `name` (flat index `flat`) for `id` unless it is taken.
+    pub(crate) fn claim_original(&mut self, flat: usize, name: &str, id: MemLocId, locs: &[MemoryLocation]) -> bool {
+        let h = hash_name(name);
+        if !self.contested.contains(&h) && !self.by_hash.contains_key(&h) {
+            // No other original carries this hash and no generated name took it.
+            self.claimed[flat] = true;
+            return true;
+        }
+        self.claim_exact(h, name, id, locs)
+    }
+
+    /// Claims a generated name for `id` unless it is taken; `original` gives
+    /// an original name by flat index.
+    pub(crate) fn claim_generated<'n>(
+        &mut self,
+        name: &str,
+        id: MemLocId,
+        locs: &[MemoryLocation],
+        original: impl Fn(usize) -> &'n str,
+    ) -> bool {
+        let h = hash_name(name);
+        let b = top_bits(h, self.bits);
+        let run = &self.originals[self.starts[b] as usize..self.starts[b + 1] as usize];
+        let same_hash = run.iter().filter(|e| e.0 == h);
+        if same_hash.filter(|e| self.claimed[e.1 as usize]).any(|e| original(e.1 as usize) == name) {
+            return false;
+        }
+        self.claim_exact(h, name, id, locs)
+    }
+
+    /// The exact table's claim (one probe in the common case).
+    fn claim_exact(&mut self, h: u64, name: &str, id: MemLocId, locs: &[MemoryLocation]) -> bool {
+        match self.by_hash.entry(h) {
             std::collections::hash_map::Entry::Vacant(e) => {
                 e.insert(id);
                 true
@@ -68,18 +139,50 @@ mod tests {
     use super::*;
     use crate::ir::Usage;
 
+    fn loc(name: &str) -> MemoryLocation {
+        MemoryLocation::dram(name, Usage::Internal, 1)
+    }
+
     #[test]
     fn distinct_names_sharing_a_hash_go_to_the_overflow_map() {
-        let locs = vec![MemoryLocation::dram("a", Usage::Internal, 1), MemoryLocation::dram("b", Usage::Internal, 1)];
-        let mut t = NameTable::with_capacity(2);
-        assert!(t.try_claim("a", MemLocId(0), &locs));
-        assert!(!t.try_claim("a", MemLocId(5), &locs), "taken");
+        let locs = vec![loc("a"), loc("b")];
+        let mut t = NameTable::new(["a", "b"].into_iter());
+        assert!(t.claim_exact(hash_name("a"), "a", MemLocId(0), &locs));
+        assert!(!t.claim_exact(hash_name("a"), "a", MemLocId(5), &locs), "taken");
         // Plant a hash collision: `b` hashes to the slot `a` holds.
-        t.by_hash.insert(fx("b"), MemLocId(0));
+        t.by_hash.insert(hash_name("b"), MemLocId(0));
         assert_eq!(t.get("b", &locs), None);
-        assert!(t.try_claim("b", MemLocId(1), &locs));
+        assert!(t.claim_exact(hash_name("b"), "b", MemLocId(1), &locs));
         assert_eq!(t.get("b", &locs), Some(MemLocId(1)));
-        assert!(!t.try_claim("b", MemLocId(7), &locs));
+        assert!(!t.claim_exact(hash_name("b"), "b", MemLocId(7), &locs));
         assert_eq!(t.get("a", &locs), Some(MemLocId(0)));
+    }
+
+    #[test]
+    fn first_claimant_wins_across_originals_and_generated_names() {
+        // Originals in claim order: t (core 0), t (core 1), t.nc1 (core 2), u.
+        let originals = ["t", "t", "t.nc1", "u"];
+        let mut t = NameTable::new(originals.into_iter());
+        let mut locs = Vec::new();
+        let claim = |t: &mut NameTable, locs: &mut Vec<MemoryLocation>, flat: Option<usize>, name: &str| {
+            let id = MemLocId::from_index(locs.len());
+            let ok = match flat {
+                Some(f) => t.claim_original(f, name, id, locs),
+                None => t.claim_generated(name, id, locs, |i| originals[i]),
+            };
+            if ok {
+                locs.push(loc(name));
+            }
+            ok
+        };
+        assert!(claim(&mut t, &mut locs, Some(0), "t"));
+        assert!(!claim(&mut t, &mut locs, Some(1), "t"), "contested and taken");
+        assert!(claim(&mut t, &mut locs, None, "t.nc1"), "the generated name is free so far");
+        assert!(!claim(&mut t, &mut locs, Some(2), "t.nc1"), "an original the generated name took");
+        assert!(claim(&mut t, &mut locs, Some(3), "u"), "uncontested: the fast path");
+        assert!(!claim(&mut t, &mut locs, None, "u"), "a generated name equal to a claimed original");
+        assert!(claim(&mut t, &mut locs, None, "v"));
+        assert_eq!(t.get("t.nc1", &locs), Some(MemLocId(1)));
+        assert_eq!(t.get("t", &locs), Some(MemLocId(0)));
     }
 }
