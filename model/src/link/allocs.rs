@@ -118,6 +118,13 @@ impl CloneWithoutName for MemoryLocation {
     }
 }
 
+/// The name of original location `flat`: location `flat - offsets[d]` of
+/// def `d`, the def whose locations start at or before `flat`.
+fn original_name<'a>(modules: &'a [Module], info: &DefInfo, offsets: &[usize], flat: usize) -> &'a str {
+    let d = offsets.partition_point(|&o| o <= flat) - 1;
+    &modules[info.defs[d].module].memlocs[flat - offsets[d]].name
+}
+
 struct Planner<'a> {
     modules: &'a [Module],
     info: &'a DefInfo,
@@ -184,10 +191,7 @@ impl<'a> Planner<'a> {
         let mut new = base.clone();
         let mut k = 2;
         let (modules, info, offsets) = (self.modules, self.info, &self.offsets);
-        let original = |flat: usize| -> &'a str {
-            let d = offsets.partition_point(|&o| o <= flat) - 1;
-            &modules[info.defs[d].module].memlocs[flat - offsets[d]].name
-        };
+        let original = |flat| original_name(modules, info, offsets, flat);
         while !self.names.claim_generated(&new, id, &self.plan.locs, original) {
             new = format!("{base}.{k}");
             k += 1;
@@ -244,25 +248,6 @@ impl<'a> Planner<'a> {
 
     fn views(&mut self) -> Result<(), LinkError> {
         let core_to_def: BTreeMap<u32, usize> = self.info.defs.iter().enumerate().map(|(d, x)| (x.core, d)).collect();
-        // Per def: the index of every location some view names as its target.
-        let mut wanted: Vec<BTreeSet<&str>> = vec![BTreeSet::new(); self.info.defs.len()];
-        for def in &self.info.defs {
-            for r in self.modules[def.module].memlocs.iter().filter_map(|l| l.remote_local_target.as_ref()) {
-                if let Some(&td) = core_to_def.get(&r.core) {
-                    wanted[td].insert(r.name.as_str());
-                }
-            }
-        }
-        let by_name: Vec<BTreeMap<&str, usize>> = self
-            .info
-            .defs
-            .iter()
-            .zip(&wanted)
-            .map(|(d, want)| {
-                let locs = self.modules[d.module].memlocs.iter().enumerate();
-                locs.filter(|(_, l)| want.contains(l.name.as_str())).map(|(i, l)| (l.name.as_str(), i)).collect()
-            })
-            .collect();
         let written: Vec<Vec<bool>> = self
             .info
             .defs
@@ -290,10 +275,13 @@ impl<'a> Planner<'a> {
                     target_core: r.core,
                 };
                 let td = *core_to_def.get(&r.core).ok_or_else(missing)?;
-                let ti = *by_name[td].get(r.name.as_str()).ok_or_else(|| {
+                let (modules, info, offsets) = (self.modules, self.info, &self.offsets);
+                let flats = offsets[td]..offsets[td] + modules[info.defs[td].module].memlocs.len();
+                let original = |flat| original_name(modules, info, offsets, flat);
+                let ti = self.names.find_original(&r.name, flats, original).ok_or_else(|| {
                     marks::hit("link.missing_input");
                     missing()
-                })?;
+                })? - offsets[td];
                 let t = &self.modules[self.info.defs[td].module].memlocs[ti];
                 let mismatch = |why: String| LinkError::ViewMismatch {
                     core: def.core,

@@ -23,7 +23,10 @@ type ByHash<V> = HashMap<u64, V, BuildHasherDefault<IdentityHasher>>;
 pub(crate) struct NameTable {
     /// Hashes more than one original name carries.
     contested: HashSet<u64, BuildHasherDefault<IdentityHasher>>,
-    /// Every original name's hash and flat index, sorted: searched only for generated names.
+    /// Every original name's hash, by flat index.
+    hashes: Vec<u64>,
+    /// Every original name's hash and flat index, sorted: searched for
+    /// generated names and by [`NameTable::find_original`].
     originals: Vec<(u64, u32)>,
     /// Where each run of `originals` sharing the top `bits` hash bits starts
     /// (plus the end), so a search reads one short run, not a binary search's
@@ -47,8 +50,9 @@ fn top_bits(h: u64, bits: u32) -> usize {
 impl NameTable {
     /// A table for the original names `names` (flat index = position).
     pub(crate) fn new<'n>(names: impl Iterator<Item = &'n str>) -> Self {
+        let hashes: Vec<u64> = names.map(hash_name).collect();
         let mut originals: Vec<(u64, u32)> =
-            names.enumerate().map(|(i, n)| (hash_name(n), u32::try_from(i).unwrap_or(u32::MAX))).collect();
+            hashes.iter().enumerate().map(|(i, &h)| (h, u32::try_from(i).unwrap_or(u32::MAX))).collect();
         originals.sort_unstable();
         let mut contested = HashSet::default();
         for w in originals.windows(2) {
@@ -68,6 +72,7 @@ impl NameTable {
         }
         NameTable {
             contested,
+            hashes,
             originals,
             starts,
             bits,
@@ -85,9 +90,28 @@ impl NameTable {
         if locs[id.index()].name == name { Some(id) } else { self.overflow.get(name).copied() }
     }
 
+    /// The original names hashing like `h`, by flat index.
+    fn same_hash(&self, h: u64) -> impl Iterator<Item = usize> + '_ {
+        let b = top_bits(h, self.bits);
+        let run = &self.originals[self.starts[b] as usize..self.starts[b + 1] as usize];
+        run.iter().filter(move |e| e.0 == h).map(|e| e.1 as usize)
+    }
+
+    /// The flat index of original name `name` within `flats` (one module's
+    /// locations), if there is one; `original` gives an original name by flat index.
+    pub(crate) fn find_original<'n>(
+        &self,
+        name: &str,
+        flats: std::ops::Range<usize>,
+        original: impl Fn(usize) -> &'n str,
+    ) -> Option<usize> {
+        self.same_hash(hash_name(name)).filter(|f| flats.contains(f)).find(|&f| original(f) == name)
+    }
+
     /// Claims original name `name` (flat index `flat`) for `id` unless it is taken.
     pub(crate) fn claim_original(&mut self, flat: usize, name: &str, id: MemLocId, locs: &[MemoryLocation]) -> bool {
-        let h = hash_name(name);
+        let h = self.hashes[flat];
+        debug_assert_eq!(h, hash_name(name), "flat index {flat} is not `{name}`");
         if !self.contested.contains(&h) && !self.by_hash.contains_key(&h) {
             // No other original carries this hash and no generated name took it.
             self.claimed[flat] = true;
@@ -106,10 +130,7 @@ impl NameTable {
         original: impl Fn(usize) -> &'n str,
     ) -> bool {
         let h = hash_name(name);
-        let b = top_bits(h, self.bits);
-        let run = &self.originals[self.starts[b] as usize..self.starts[b + 1] as usize];
-        let same_hash = run.iter().filter(|e| e.0 == h);
-        if same_hash.filter(|e| self.claimed[e.1 as usize]).any(|e| original(e.1 as usize) == name) {
+        if self.same_hash(h).filter(|&f| self.claimed[f]).any(|f| original(f) == name) {
             return false;
         }
         self.claim_exact(h, name, id, locs)
