@@ -206,4 +206,17 @@ mod tests {
         assert_eq!(t.get("t.nc1", &locs), Some(MemLocId(1)));
         assert_eq!(t.get("t", &locs), Some(MemLocId(0)));
     }
+
+    #[test]
+    fn find_original_looks_only_inside_the_given_module() {
+        // Two modules: flats 0..2 and 2..4; `s` exists only in the second.
+        let originals = ["a", "b", "s", "a"];
+        let t = NameTable::new(originals.into_iter());
+        let name = |i: usize| originals[i];
+        assert_eq!(t.find_original("s", 2..4, name), Some(2));
+        assert_eq!(t.find_original("s", 0..2, name), None, "a name of another module");
+        assert_eq!(t.find_original("a", 2..4, name), Some(3));
+        assert_eq!(t.find_original("a", 0..2, name), Some(0));
+        assert_eq!(t.find_original("ghost", 0..4, name), None);
+    }
 }
