@@ -118,11 +118,40 @@ impl CloneWithoutName for MemoryLocation {
     }
 }
 
-/// The name of original location `flat`: location `flat - offsets[d]` of
-/// def `d`, the def whose locations start at or before `flat`.
-fn original_name<'a>(modules: &'a [Module], info: &DefInfo, offsets: &[usize], flat: usize) -> &'a str {
-    let d = offsets.partition_point(|&o| o <= flat) - 1;
-    &modules[info.defs[d].module].memlocs[flat - offsets[d]].name
+/// Every def's locations in one numbering (the name table's flat index):
+/// def `d`'s location `i` is `starts[d] + i`.
+struct Originals<'a> {
+    modules: &'a [Module],
+    info: &'a DefInfo,
+    /// Flat index of each def's first location, plus the total.
+    starts: Vec<usize>,
+}
+
+impl<'a> Originals<'a> {
+    fn new(modules: &'a [Module], info: &'a DefInfo) -> Self {
+        let mut starts = vec![0];
+        for d in &info.defs {
+            starts.push(starts[starts.len() - 1] + modules[d.module].memlocs.len());
+        }
+        Originals { modules, info, starts }
+    }
+
+    /// Every original name, in flat order.
+    fn names(&self) -> impl Iterator<Item = &'a str> + 'a {
+        let modules = self.modules;
+        self.info.defs.iter().flat_map(move |d| modules[d.module].memlocs.iter().map(|l| l.name.as_str()))
+    }
+
+    /// Def `d`'s flat indices.
+    fn of_def(&self, d: usize) -> std::ops::Range<usize> {
+        self.starts[d]..self.starts[d + 1]
+    }
+
+    /// The name of original location `flat`.
+    fn name(&self, flat: usize) -> &'a str {
+        let d = self.starts.partition_point(|&o| o <= flat) - 1;
+        &self.modules[self.info.defs[d].module].memlocs[flat - self.starts[d]].name
+    }
 }
 
 struct Planner<'a> {
@@ -130,8 +159,8 @@ struct Planner<'a> {
     info: &'a DefInfo,
     /// Claimed names.
     names: NameTable,
-    /// Flat index of each def's first location (the name table's numbering).
-    offsets: Vec<usize>,
+    /// The name table's numbering of the input locations.
+    originals: Originals<'a>,
     plan: AllocPlan,
 }
 
@@ -147,20 +176,10 @@ pub fn copy_allocs(modules: &[Module], info: &DefInfo) -> Result<AllocPlan, Link
         ..AllocPlan::default()
     };
     plan.own_map = plan.inst_map.clone();
-    let total: usize = info.defs.iter().map(|d| modules[d.module].memlocs.len()).sum();
-    let all = info.defs.iter().flat_map(|d| modules[d.module].memlocs.iter().map(|l| l.name.as_str()));
-    let names = NameTable::new(all);
-    let offsets = info
-        .defs
-        .iter()
-        .scan(0, |at, d| {
-            let o = *at;
-            *at += modules[d.module].memlocs.len();
-            Some(o)
-        })
-        .collect();
-    plan.locs.reserve(total);
-    let mut p = Planner { modules, info, names, offsets, plan };
+    let originals = Originals::new(modules, info);
+    let names = NameTable::new(originals.names());
+    plan.locs.reserve(originals.starts[n]);
+    let mut p = Planner { modules, info, names, originals, plan };
     p.externals()?;
     p.privates();
     p.views()?;
@@ -184,15 +203,14 @@ impl<'a> Planner<'a> {
     fn claim_push(&mut self, d: usize, i: usize, loc: &MemoryLocation, core: u32) -> MemLocId {
         let id = MemLocId::from_index(self.plan.locs.len());
         let name = &loc.name;
-        if self.names.claim_original(self.offsets[d] + i, name, id, &self.plan.locs) {
+        if self.names.claim_original(self.originals.starts[d] + i, name, id, &self.plan.locs) {
             return self.push(loc, name.clone());
         }
         let base = format!("{name}.nc{core}");
         let mut new = base.clone();
         let mut k = 2;
-        let (modules, info, offsets) = (self.modules, self.info, &self.offsets);
-        let original = |flat| original_name(modules, info, offsets, flat);
-        while !self.names.claim_generated(&new, id, &self.plan.locs, original) {
+        let originals = &self.originals;
+        while !self.names.claim_generated(&new, id, &self.plan.locs, |f| originals.name(f)) {
             new = format!("{base}.{k}");
             k += 1;
         }
@@ -212,7 +230,7 @@ impl<'a> Planner<'a> {
                 let fresh = MemLocId::from_index(self.plan.locs.len());
                 let id = match self.names.get(&l.name, &self.plan.locs) {
                     None => {
-                        self.names.claim_original(self.offsets[d] + i, &l.name, fresh, &self.plan.locs);
+                        self.names.claim_original(self.originals.starts[d] + i, &l.name, fresh, &self.plan.locs);
                         self.push(l, l.name.clone())
                     }
                     Some(id) => {
@@ -275,13 +293,12 @@ impl<'a> Planner<'a> {
                     target_core: r.core,
                 };
                 let td = *core_to_def.get(&r.core).ok_or_else(missing)?;
-                let (modules, info, offsets) = (self.modules, self.info, &self.offsets);
-                let flats = offsets[td]..offsets[td] + modules[info.defs[td].module].memlocs.len();
-                let original = |flat| original_name(modules, info, offsets, flat);
-                let ti = self.names.find_original(&r.name, flats, original).ok_or_else(|| {
+                let originals = &self.originals;
+                let flats = originals.of_def(td);
+                let ti = self.names.find_original(&r.name, flats, |f| originals.name(f)).ok_or_else(|| {
                     marks::hit("link.missing_input");
                     missing()
-                })? - offsets[td];
+                })? - originals.starts[td];
                 let t = &self.modules[self.info.defs[td].module].memlocs[ti];
                 let mismatch = |why: String| LinkError::ViewMismatch {
                     core: def.core,
