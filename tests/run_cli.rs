@@ -37,13 +37,15 @@ fn a_planted_bug_fails_the_run_and_prints_the_replay_command() {
 
 #[test]
 fn bad_arguments_get_one_line() {
-    for (args, needle) in [
-        (&["run", "--faults", "nope"][..], "lncsim: error: --faults: unknown fault `nope`"),
-        (&["run", "--plant", "nope"], "lncsim: error: --plant: unknown bug `nope`"),
-        (&["run", "/nonexistent/file.bir"], "lncsim: error: /nonexistent/file.bir: "),
+    for (args, needle, code) in [
+        (&["run", "--faults", "nope"][..], "lncsim: error: --faults: unknown fault `nope`", 2),
+        (&["run", "--faults", "load-alloc=x"], "lncsim: error: --faults load-alloc=x: ", 2),
+        (&["run", "--plant", "nope"], "lncsim: error: --plant: unknown bug `nope`", 2),
+        (&["swarm", "--seeds", "0..2", "--plant", "nope"], "lncsim: error: --plant: unknown bug `nope`", 2),
+        (&["run", "/nonexistent/file.bir"], "lncsim: error: /nonexistent/file.bir: ", 1),
     ] {
         let o = lncsim(args);
-        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert_eq!(o.status.code(), Some(code), "{args:?}");
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.starts_with(needle), "{args:?}: {err}");

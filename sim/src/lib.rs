@@ -63,7 +63,7 @@ pub mod violation;
 
 pub use config::{Checks, Jitter, SimConfig};
 pub use cost::CostModel;
-pub use fault::{DmaSpikes, FaultPlan, StallFault};
+pub use fault::{DmaSpikes, FaultPlan, FiredSimFault, IssueStall, StallFault};
 pub use queue::{Event, EventKind, EventQueue, Time, bare_event_loop};
 pub use report::{CoreStats, EngineStats, Outcome, QueueStats, SimReport};
 pub use sim::{MAX_CORES, Simulation, simulate};

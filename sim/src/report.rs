@@ -96,6 +96,11 @@ pub struct SimReport {
     pub trace_hash: u64,
     /// The recorded trace, when the config asked for one.
     pub trace: Option<Trace>,
+    /// The injected faults that fired, in firing order (the first
+    /// [`crate::fault::MAX_FIRED_LISTED`]).
+    pub faults_fired: Vec<crate::fault::FiredSimFault>,
+    /// How many injected faults fired in all.
+    pub faults_fired_total: u64,
 }
 
 impl SimReport {

@@ -81,9 +81,9 @@ impl Simulation {
         }
     }
 
-    fn stall_until(&self, core_ix: usize) -> Option<Time> {
+    fn stall_until(&mut self, core_ix: usize) -> Option<Time> {
         let core = self.cores[core_ix].core;
-        self.cfg.faults.stalls.iter().filter(|s| s.core == core).find_map(|s| s.covers(self.now))
+        self.fault_state.stall_until(&self.cfg.faults, core_ix, core, self.now)
     }
 
     /// Engine `e` tries to issue its next record.
@@ -143,6 +143,9 @@ impl Simulation {
             }
             self.clocks.tick(e);
         }
+        if let Some(n) = self.fault_state.issued.get_mut(core_ix) {
+            *n += 1;
+        }
         let eng = &mut self.engines[e];
         eng.issued = now;
         eng.state = State::Busy;
@@ -165,11 +168,20 @@ impl Simulation {
         let start = now.max(self.qfree[core_ix][q]);
         self.qfree[core_ix][q] = start + xfer;
         let mut lat = (start - now) + xfer + ins.latency;
+        let transfer = self.fault_state.transfers;
+        self.fault_state.transfers += 1;
         if let Some(s) = self.cfg.faults.dma_spikes
-            && self.rng.random_range(0..1000u32) < s.permille
+            && (self.rng.random_range(0..1000u32) < s.permille || self.cfg.faults.dma_spike_at == Some(transfer))
         {
             marks::hit("sim.fault.dma_spike");
             lat += s.extra_ns;
+            let core = self.cores[core_ix].core;
+            self.fault_state.fire(crate::fault::FiredSimFault::DmaSpike {
+                core,
+                transfer,
+                at_ns: now,
+                extra_ns: s.extra_ns,
+            });
         }
         let lat = self.jitter(lat);
         let qs = &mut self.qstats[core_ix][q];

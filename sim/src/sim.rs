@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use lncsim_model::codegen::record::Opcode;
 use lncsim_model::load::{CoreImage, Device};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -66,6 +67,8 @@ pub struct Simulation {
     pub(crate) hash: TraceHasher,
     pub(crate) trace: Option<Trace>,
     pub(crate) outcome: Option<Outcome>,
+    /// The fault plan's run-time state (triggered windows, the fired log).
+    pub(crate) fault_state: crate::fault::FaultState,
 }
 
 impl Simulation {
@@ -109,6 +112,7 @@ impl Simulation {
             }
         }
         let shadow = Shadow::new(p.bounds, &p.seg_owner, config.checks);
+        let fault_state = crate::fault::FaultState::new(&config.faults, p.cores.len());
         Ok(Simulation {
             rng: ChaCha8Rng::seed_from_u64(config.seed),
             cfg: config,
@@ -143,7 +147,34 @@ impl Simulation {
             hash: TraceHasher::new(),
             trace,
             outcome: None,
+            fault_state,
         })
+    }
+
+    /// Replaces the fault plan before the run starts (a plan placed on the
+    /// program's real records: see [`Simulation::records_per_core`]); after
+    /// the run has started it changes nothing and returns false.
+    pub fn set_faults(&mut self, plan: crate::FaultPlan) -> bool {
+        if self.events > 0 || self.outcome.is_some() {
+            return false;
+        }
+        self.fault_state = crate::fault::FaultState::new(&plan, self.cores.len());
+        self.cfg.faults = plan;
+        true
+    }
+
+    /// Records staged per core index.
+    pub fn records_per_core(&self) -> Vec<u64> {
+        let mut n = vec![0u64; self.cores.len()];
+        for s in self.streams.iter() {
+            n[s.core_ix as usize] += s.instrs.len() as u64;
+        }
+        n
+    }
+
+    /// DMA records staged on all engines (what a run transfers at most).
+    pub fn dma_records(&self) -> u64 {
+        self.streams.iter().flat_map(|s| &s.instrs).filter(|i| i.op == Some(Opcode::Dma)).count() as u64
     }
 
     /// Number of records staged on all engines (what a run executes at most).
@@ -224,6 +255,8 @@ impl Simulation {
             violations_dropped: self.dropped,
             trace_hash: self.hash.finish(),
             trace: self.trace.clone(),
+            faults_fired: self.fault_state.fired.clone(),
+            faults_fired_total: self.fault_state.fired_total,
         }
     }
 }

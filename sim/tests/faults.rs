@@ -12,7 +12,7 @@ use lncsim_sim::{DmaSpikes, FaultPlan, SimConfig, StallFault};
 use support::*;
 
 fn stall(core: u32, at_ns: u64, duration_ns: u64) -> FaultPlan {
-    FaultPlan { stalls: vec![StallFault { core, at_ns, duration_ns }], dma_spikes: None }
+    FaultPlan { stalls: vec![StallFault { core, at_ns, duration_ns }], ..FaultPlan::default() }
 }
 
 #[test]

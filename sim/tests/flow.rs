@@ -5,9 +5,10 @@
 
 use lncsim_model::program::{GenConfig, SizeClass};
 use lncsim_sim::flow::shrink::shrink;
-use lncsim_sim::flow::swarm::{SwarmConfig, swarm};
+use lncsim_sim::flow::swarm::{Shard, SwarmConfig, swarm};
 use lncsim_sim::flow::{PlantedBug, RunConfig, Source, run};
 use proptest::prelude::*;
+use std::sync::atomic::AtomicBool;
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
@@ -95,15 +96,24 @@ fn a_plant_with_no_place_is_a_failed_stage_not_a_pass() {
 
 #[test]
 fn a_swarm_over_200_seeds_passes() {
-    let cfg = SwarmConfig { seeds: 0..200, jobs: 2, cores_max: 8, check_determinism: false, plant: None };
-    let report = swarm(&cfg, &|_| {});
+    let cfg =
+        SwarmConfig { seeds: 0..200, shard: Shard::ALL, jobs: 2, cores_max: 8, check_determinism: false, plant: None };
+    let report = swarm(&cfg, &AtomicBool::new(false), &|_| {});
+    assert!(!report.stopped);
     assert_eq!(report.outcomes.len(), 200);
     let failed: Vec<String> = report.failed().map(|o| format!("seed {}: {:?}", o.seed, o.failures)).collect();
     assert!(failed.is_empty(), "{failed:#?}");
     // The mixes really vary: several core counts, jitter, faults and loaders all occur.
-    let mixes: Vec<&str> = report.outcomes.iter().map(|o| o.mix.as_str()).collect();
+    let mixes: Vec<String> = report.outcomes.iter().map(|o| o.mix.to_string()).collect();
     for feature in ["jitter", "stall", "dma", "alloc", "loaders", "8 cores", "1 cores", "medium"] {
         assert!(mixes.iter().any(|m| m.contains(feature)), "no seed drew `{feature}`");
+    }
+    // Every requested simulator fault lands on the program and fires.
+    let c = lncsim_sim::flow::campaign::Campaign::of(&report);
+    for kind in ["stall", "dma-spikes"] {
+        let f = c.faults[kind];
+        assert!(f.requested > 5, "{kind}: {f:?}");
+        assert_eq!(f.fired, f.requested, "{kind}: {f:?}");
     }
 }
 
@@ -111,12 +121,13 @@ fn a_swarm_over_200_seeds_passes() {
 fn a_swarm_reports_a_planted_bug_on_every_seed_with_its_replay_command() {
     let cfg = SwarmConfig {
         seeds: 0..12,
+        shard: Shard::ALL,
         jobs: 2,
         cores_max: 4,
         check_determinism: true,
         plant: Some(PlantedBug::TncNoWake),
     };
-    let report = swarm(&cfg, &|_| {});
+    let report = swarm(&cfg, &AtomicBool::new(false), &|_| {});
     assert_eq!(report.failed().count(), 12);
     for o in report.failed() {
         assert!(o.replay.as_deref().unwrap().starts_with(&format!("lncsim run --seed {} ", o.seed)));

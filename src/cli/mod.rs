@@ -17,6 +17,7 @@ mod files;
 mod fmt;
 mod gen_cmd;
 mod interp;
+mod junit;
 mod link;
 mod load;
 mod neff;
@@ -29,9 +30,12 @@ mod swarm;
 
 /// Exit status: a check failed, or the input was rejected (README.md, "Exit codes").
 pub const EXIT_FAILED: u8 = 1;
-/// Exit status: bad command-line usage (clap's own code, listed for the README).
-#[allow(dead_code)]
+/// Exit status: bad command-line usage (clap's own code, and ours for values clap cannot judge).
 pub const EXIT_USAGE: u8 = 2;
+/// Exit status: the request does not apply to this input (nothing was checked).
+pub const EXIT_NOT_APPLICABLE: u8 = 3;
+/// Exit status: interrupted by Ctrl-C (128 + SIGINT), after the partial report.
+pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// lncsim: a deterministic simulation and fuzzing test-bench for the multi-core
 /// (LNC) flow of the AWS Neuron toolchain.
@@ -83,6 +87,15 @@ pub enum CliError {
     /// A check failed: the message says which.
     #[error("{0}")]
     CheckFailed(String),
+    /// Bad command-line usage that clap cannot see (a value out of its range, options that conflict).
+    #[error("{0}")]
+    Usage(String),
+    /// The request does not apply to this input: nothing was checked.
+    #[error("{0}")]
+    NotApplicable(String),
+    /// Interrupted (Ctrl-C) after the partial report was printed.
+    #[error("{0}")]
+    Interrupted(String),
 }
 
 impl CliError {
@@ -90,6 +103,9 @@ impl CliError {
     pub fn exit_code(&self) -> ExitCode {
         ExitCode::from(match self {
             CliError::BadInput(_) | CliError::CheckFailed(_) => EXIT_FAILED,
+            CliError::Usage(_) => EXIT_USAGE,
+            CliError::NotApplicable(_) => EXIT_NOT_APPLICABLE,
+            CliError::Interrupted(_) => EXIT_INTERRUPTED,
         })
     }
 }
@@ -198,6 +214,7 @@ mod tests {
             "run x --seed 1 --jitter --faults stall,dma --loaders 2 --plant p --events-max 9 --trace t --shrink --json",
             "run --cores 2 --size large",
             "swarm --seeds 0x0..0x10 --jobs 1 --cores-max 2 --check-determinism --plant p --json",
+            "swarm --seeds 0..100 --shard 3/8 --time-budget 60 --junit j.xml",
             "bench alloc --max-intervals 1000 --live 4 --reps 2 --seed 1 --dir d",
             "bench link --runs 1 --quick",
             "bench neff --mib 1 --runs 1 --seed 1",

@@ -63,12 +63,10 @@ pub struct RunArgs {
 /// Parses `--faults` words into the run's faults.
 fn faults(words: &[String], cfg: &mut RunConfig) -> Result<(), CliError> {
     for w in words.iter().map(|w| w.trim()).filter(|w| !w.is_empty()) {
-        let k = |v: &str| parse_u64(v).map_err(|e| CliError::BadInput(format!("--faults {w}: {e}")));
+        let k = |v: &str| parse_u64(v).map_err(|e| CliError::Usage(format!("--faults {w}: {e}")));
         let mut load = |f: LoadFault| match cfg.faults.load.replace(f) {
             None => Ok(()),
-            Some(_) => {
-                Err(CliError::BadInput(format!("--faults {w}: at most one load-alloc/load-copyin fault per run")))
-            }
+            Some(_) => Err(CliError::Usage(format!("--faults {w}: at most one load-alloc/load-copyin fault per run"))),
         };
         match w.split_once('=') {
             None if w == "stall" => cfg.faults.stall = true,
@@ -76,7 +74,7 @@ fn faults(words: &[String], cfg: &mut RunConfig) -> Result<(), CliError> {
             Some(("load-alloc", v)) => load(LoadFault::Alloc(k(v)?))?,
             Some(("load-copyin", v)) => load(LoadFault::CopyIn(k(v)?))?,
             _ => {
-                return Err(CliError::BadInput(format!(
+                return Err(CliError::Usage(format!(
                     "--faults: unknown fault `{w}` (stall, dma, load-alloc=K, load-copyin=K)"
                 )));
             }
@@ -108,7 +106,7 @@ fn config(a: &RunArgs) -> Result<RunConfig, CliError> {
         None => None,
         Some(n) => Some(PlantedBug::from_name(n).ok_or_else(|| {
             let names: Vec<&str> = PlantedBug::ALL.iter().map(|b| b.name()).collect();
-            CliError::BadInput(format!("--plant: unknown bug `{n}` ({})", names.join(", ")))
+            CliError::Usage(format!("--plant: unknown bug `{n}` ({})", names.join(", ")))
         })?),
     };
     cfg.events_max = a.events_max;
@@ -147,6 +145,14 @@ pub fn run(a: RunArgs) -> Result<ExitCode, CliError> {
             println!("{json}");
         }
         return Ok(ExitCode::SUCCESS);
+    }
+    let failures = report.failures();
+    if failures.len() == 1 && failures[0].starts_with("plant: cannot plant here") {
+        // Nothing was checked with the bug in: neither a pass nor a failed check (exit 3, no replay).
+        if a.json {
+            println!("{json}");
+        }
+        return Err(CliError::NotApplicable(format!("{}; nothing was checked", failures[0])));
     }
     if a.shrink {
         if !a.json {

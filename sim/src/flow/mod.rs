@@ -11,11 +11,13 @@
 //! Nothing here panics on user input; every failure is a failed stage or
 //! check in the [`RunReport`], which also carries the command that replays it.
 
+pub mod campaign;
 mod leftovers;
 mod outputs;
 pub mod plant;
 mod report;
 pub mod shrink;
+pub mod signature;
 pub mod swarm;
 
 use lncsim_model::codegen::{CoreCode, VarKind, codegen};
@@ -38,7 +40,7 @@ pub use report::{Check, CheckResult, RunReport, Stage};
 
 use crate::device::{Fault, FaultPlan as DeviceFaults, SimDevice};
 use crate::tnc::{LoaderSpec, TncScenario};
-use crate::{DmaSpikes, FaultPlan, SimConfig, Simulation, StallFault};
+use crate::{DmaSpikes, FaultPlan, FiredSimFault, IssueStall, SimConfig, Simulation};
 use leftovers::{faulty_load_verdict, unload_verdict};
 use outputs::compare;
 
@@ -359,7 +361,6 @@ fn execute_neff(cfg: &RunConfig, bytes: &[u8], golden: Option<&Values>, inputs: 
     let sim_cfg = SimConfig {
         seed: cfg.seed,
         jitter: cfg.jitter.then(crate::Jitter::default),
-        faults: sim_faults(cfg, lnc, records),
         events_max: cfg.events_max,
         trace: cfg.trace,
         ..SimConfig::default()
@@ -368,7 +369,10 @@ fn execute_neff(cfg: &RunConfig, bytes: &[u8], golden: Option<&Values>, inputs: 
         Ok(s) => s,
         Err(e) => return r.stage("execute", Err(e.to_string())),
     };
+    let plan = sim_faults(cfg, &sim.records_per_core(), sim.dma_records());
+    sim.set_faults(plan.clone());
     let report = sim.run();
+    fired_faults(cfg, &plan, &report, r);
     let outputs = sim
         .write_back(dev)
         .map_err(|e| e.to_string())
@@ -407,19 +411,69 @@ fn neff_inputs(images: &[CoreImage], seed: u64) -> Result<Values, String> {
     Ok(vars(VarKind::Input).map(|v| (v.name.clone(), seeded_input(&v.name, v.size / 4, seed))).collect())
 }
 
-fn sim_faults(cfg: &RunConfig, cores: u32, records: u64) -> FaultPlan {
-    let horizon = records.max(1) * 500;
+/// The simulator's faults for `cfg`, placed on the program's real records so
+/// that a requested fault fires: the stall on a record a core really issues
+/// (a core with records, after a seeded number of its records), the forced
+/// DMA spike on a transfer that exists. Either can still fail to fire when
+/// the run ends first (a deadlock); the run then reports it not exercised.
+fn sim_faults(cfg: &RunConfig, per_core: &[u64], dma_records: u64) -> FaultPlan {
+    let records: u64 = per_core.iter().sum();
+    let horizon = records.max(1).saturating_mul(500);
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x57A1_1000);
     let mut plan = FaultPlan::default();
-    if cfg.faults.stall {
-        let at_ns = rng.random_range(0..horizon);
-        plan.stalls.push(StallFault { core: rng.random_range(0..cores.max(1)), at_ns, duration_ns: horizon });
+    let busy: Vec<usize> = (0..per_core.len()).filter(|&c| per_core[c] > 0).collect();
+    if cfg.faults.stall && !busy.is_empty() {
+        let core = busy[rng.random_range(0..busy.len())];
+        plan.issue_stalls.push(IssueStall {
+            core: core as u32,
+            after_issues: rng.random_range(0..per_core[core]),
+            duration_ns: rng.random_range(horizon / 8..=horizon / 2).max(1),
+        });
     }
     if cfg.faults.dma_spikes {
         plan.dma_spikes =
             Some(DmaSpikes { permille: rng.random_range(10..=250), extra_ns: rng.random_range(1_000..=20_000) });
+        if dma_records > 0 {
+            plan.dma_spike_at = Some(rng.random_range(0..dma_records));
+        }
     }
     plan
+}
+
+/// The faults the run asked of the simulator: each one that fired, and a
+/// "not exercised" verdict for each kind that was requested and never fired.
+fn fired_faults(cfg: &RunConfig, plan: &FaultPlan, s: &crate::SimReport, r: &mut RunReport) {
+    if !cfg.faults.stall && !cfg.faults.dma_spikes {
+        return;
+    }
+    for f in &s.faults_fired {
+        r.faults.push(f.to_string());
+    }
+    if s.faults_fired_total > s.faults_fired.len() as u64 {
+        r.faults.push(format!("... {} fired in all", s.faults_fired_total));
+    }
+    let stalls = s.faults_fired.iter().filter(|f| matches!(f, FiredSimFault::Stall { .. })).count();
+    let spikes = s.faults_fired.iter().filter(|f| matches!(f, FiredSimFault::DmaSpike { .. })).count();
+    let mut missing = Vec::new();
+    if cfg.faults.stall && stalls == 0 {
+        missing.push(match plan.issue_stalls.first() {
+            Some(st) => format!(
+                "stall (core index {} after {} issued records) never fired: the run ended first",
+                st.core, st.after_issues
+            ),
+            None => "stall never fired: no core has records".to_owned(),
+        });
+    }
+    if cfg.faults.dma_spikes && spikes == 0 {
+        missing.push("DMA spikes never fired: the program has no DMA transfer".to_owned());
+    }
+    let name = "requested simulator faults fired (stall, DMA spikes)";
+    if missing.is_empty() {
+        r.check(name, &[5], Ok(()));
+    } else {
+        missing.iter().for_each(|m| r.faults.push(format!("not fired: {m}")));
+        r.not_exercised(name, &[5], missing.join("; "));
+    }
 }
 
 /// A load with an injected device fault must fail with a typed error and leave
@@ -433,8 +487,33 @@ fn faulty_load(bytes: &[u8], lnc: u32, fault: LoadFault, seed: u64, r: &mut RunR
         }],
     });
     let rt = Runtime::new(dev);
-    let outcome = faulty_load_verdict(&rt, load(&rt, bytes, seed), &fault);
-    r.check("a faulty load fails cleanly: nothing allocated, registered or claimed", &[6], outcome.map(|_| ()));
+    let result = load(&rt, bytes, seed);
+    let fired = rt.device().fired();
+    let counts = rt.device().counts();
+    let outcome = faulty_load_verdict(&rt, result, &fault);
+    let name = "a faulty load fails cleanly: nothing allocated, registered or claimed";
+    let asked = match fault {
+        LoadFault::Alloc(k) => format!("load-alloc={k}"),
+        LoadFault::CopyIn(k) => format!("load-copyin={k}"),
+    };
+    if fired.is_empty() {
+        let why = format!(
+            "{asked} never fired: the load made {} mem_alloc and {} copy_in calls",
+            counts.mem_alloc, counts.copy_in
+        );
+        r.faults.push(format!("not fired: {why}"));
+        match outcome {
+            // The load never met its fault: that it unloaded clean says nothing about rollback.
+            Ok(_) => r.not_exercised(name, &[6], why),
+            Err(e) => r.check(name, &[6], Err(e)),
+        }
+    } else {
+        lncsim_model::marks::hit("flow.fault.load_fired");
+        for f in &fired {
+            r.faults.push(format!("{asked} fired: {:?} #{} for tpb {}", f.kind, f.op_index, f.tpb));
+        }
+        r.check(name, &[6], outcome.map(|_| ()));
+    }
 }
 
 fn runtime_checks(s: &crate::SimReport, r: &mut RunReport) {

@@ -23,6 +23,9 @@ pub enum CheckResult {
     Pass,
     /// It ran and found this.
     Fail(String),
+    /// It had nothing to check (e.g. a requested fault that never fired); the text says why.
+    /// Never counted as a pass, nor as a failure.
+    NotExercised(String),
 }
 
 /// One independent check and the invariants (DESIGN.md, "The invariants") it guards.
@@ -59,6 +62,8 @@ pub struct RunReport {
     pub sim: Option<SimReport>,
     /// The simulator's trace hash, when execution ran.
     pub trace_hash: Option<u64>,
+    /// Requested faults: each one that fired, and each that did not (`not fired: ...`).
+    pub faults: Vec<String>,
 }
 
 impl RunReport {
@@ -81,9 +86,28 @@ impl RunReport {
         self.checks.push(Check { name, invariants: invariants.to_vec(), result });
     }
 
+    /// Records a check that had nothing to check, with the reason.
+    pub fn not_exercised(&mut self, name: &'static str, invariants: &[u8], why: String) {
+        self.checks.push(Check { name, invariants: invariants.to_vec(), result: CheckResult::NotExercised(why) });
+    }
+
+    /// How many checks passed, failed and were not exercised.
+    pub fn check_counts(&self) -> (usize, usize, usize) {
+        let mut n = (0, 0, 0);
+        for c in &self.checks {
+            match c.result {
+                CheckResult::Pass => n.0 += 1,
+                CheckResult::Fail(_) => n.1 += 1,
+                CheckResult::NotExercised(_) => n.2 += 1,
+            }
+        }
+        n
+    }
+
     /// True when every stage succeeded and every check passed.
     pub fn passed(&self) -> bool {
-        self.stages.iter().all(|s| s.outcome.is_ok()) && self.checks.iter().all(|c| c.result == CheckResult::Pass)
+        self.stages.iter().all(|s| s.outcome.is_ok())
+            && self.checks.iter().all(|c| !matches!(c.result, CheckResult::Fail(_)))
     }
 
     /// The failed stages and checks, one line each.
@@ -91,14 +115,14 @@ impl RunReport {
         let stages = self.stages.iter().filter_map(|s| s.outcome.as_ref().err().map(|e| format!("{}: {e}", s.name)));
         let checks = self.checks.iter().filter_map(|c| match &c.result {
             CheckResult::Fail(e) => Some(format!("{}: {e}", c.name)),
-            CheckResult::Pass => None,
+            CheckResult::Pass | CheckResult::NotExercised(_) => None,
         });
         stages.chain(checks).collect()
     }
 
     /// The names of the failed checks.
     pub fn failed_checks(&self) -> Vec<&'static str> {
-        self.checks.iter().filter(|c| c.result != CheckResult::Pass).map(|c| c.name).collect()
+        self.checks.iter().filter(|c| matches!(c.result, CheckResult::Fail(_))).map(|c| c.name).collect()
     }
 
     /// The report as JSON (stable key order).
@@ -119,6 +143,9 @@ impl RunReport {
                 CheckResult::Fail(e) => {
                     json!({"check": c.name, "invariants": c.invariants, "passed": false, "detail": e})
                 }
+                CheckResult::NotExercised(e) => json!({
+                    "check": c.name, "invariants": c.invariants, "passed": false, "not_exercised": true, "detail": e
+                }),
             })
             .collect();
         let sim = self.sim.as_ref().map(|s| {
@@ -141,6 +168,7 @@ impl RunReport {
             "checks": checks,
             "sim": sim,
             "trace_hash": self.trace_hash.map(|h| format!("{h:016x}")),
+            "faults": self.faults,
             "replay": self.replay,
         })
     }
@@ -163,16 +191,31 @@ impl fmt::Display for RunReport {
                 s.time_ns, s.instructions, s.events, s.hbm_bytes, self.hbm_bytes, s.trace_hash
             )?;
         }
+        for line in &self.faults {
+            writeln!(f, "fault    {line}")?;
+        }
         writeln!(f, "checks")?;
         for c in &self.checks {
             let inv: Vec<String> = c.invariants.iter().map(u8::to_string).collect();
             match &c.result {
                 CheckResult::Pass => writeln!(f, "  pass  [{}] {}", inv.join(","), c.name)?,
                 CheckResult::Fail(e) => writeln!(f, "  FAIL  [{}] {}: {e}", inv.join(","), c.name)?,
+                CheckResult::NotExercised(e) => {
+                    writeln!(f, "  n/a   [{}] {}: not exercised: {e}", inv.join(","), c.name)?
+                }
             }
         }
         let verdict = if self.passed() { "PASS" } else { "FAIL" };
-        writeln!(f, "result   {verdict} ({} checks)", self.checks.len())?;
+        let (pass, fail, none) = self.check_counts();
+        let stages_failed = self.stages.iter().filter(|s| s.outcome.is_err()).count();
+        let mut parts = vec![format!("{pass} passed"), format!("{fail} failed")];
+        if none > 0 {
+            parts.push(format!("{none} not exercised"));
+        }
+        if stages_failed > 0 {
+            parts.push(format!("{stages_failed} stage(s) failed"));
+        }
+        writeln!(f, "result   {verdict} ({} checks: {})", self.checks.len(), parts.join(", "))?;
         if !self.passed() {
             match &self.replay {
                 Some(cmd) => writeln!(f, "replay:  {cmd}")?,

@@ -8,6 +8,8 @@
 //! tests running in parallel never see each other's marks. Recording is always
 //! on: a thread-local counter bump is cheap, and `lncsim run` reports marks.
 
+pub mod catalog;
+
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
