@@ -149,6 +149,11 @@ fn shrinking_keeps_the_failure_and_makes_the_program_smaller() {
         lncsim_model::ir::print(&s.program)
     );
     assert!(s.program.attrs.lnc_size <= 4);
+    // The shrunk failure is the original one: no signature (check + kind) it did not have.
+    let before = lncsim_sim::flow::signature::signatures(&run(&cfg));
+    for sig in lncsim_sim::flow::signature::signatures(&s.report) {
+        assert!(before.contains(&sig), "{sig} is new; the original failed with {before:?}");
+    }
     // A passing run has nothing to shrink.
     assert!(shrink(&RunConfig::generated(5, 4, SizeClass::Small), 10).is_none());
 }

@@ -1,7 +1,10 @@
 //! Shrinking a failing run (issue 7 item 8): fewer cores, fewer ops, smaller
 //! tensors through the generator's parameters, then fewer instructions and
 //! locations in the program itself, keeping every step that still fails the
-//! same way (at least one of the originally failing checks or stages).
+//! same way: its failures' signatures (check + kind, [`super::signature`])
+//! include one of the original's and add none the original did not have, so
+//! a race never shrinks into a different failure (a false alarm, a failed
+//! stage) that happens to share a check.
 
 use std::collections::BTreeSet;
 
@@ -23,13 +26,14 @@ pub struct Shrunk {
     pub runs: usize,
 }
 
-/// What makes two failures "the same": failed checks, or failed stages when no check failed.
+/// A run's failure signatures (check + kind, stages included).
 fn signature(r: &RunReport) -> BTreeSet<String> {
-    let checks: BTreeSet<String> = r.failed_checks().iter().map(|s| s.to_string()).collect();
-    if !checks.is_empty() {
-        return checks;
-    }
-    r.stages.iter().filter(|s| s.outcome.is_err()).map(|s| format!("stage {}", s.name)).collect()
+    super::signature::signatures(r).into_iter().collect()
+}
+
+/// True when `got` fails the way `want` did: a common signature, none new.
+pub(crate) fn same_failure(want: &BTreeSet<String>, got: &BTreeSet<String>) -> bool {
+    !got.is_disjoint(want) && got.is_subset(want)
 }
 
 struct Shrinker {
@@ -46,7 +50,7 @@ impl Shrinker {
         }
         self.runs += 1;
         let r = run(cfg);
-        (!r.passed() && !signature(&r).is_disjoint(&self.want)).then_some(r)
+        (!r.passed() && same_failure(&self.want, &signature(&r))).then_some(r)
     }
 }
 
@@ -209,4 +213,27 @@ pub fn shrink(cfg: &RunConfig, budget: usize) -> Option<Shrunk> {
         best = (as_program(&program), r);
     }
     Some(Shrunk { program, config: best.0, report: best.1, runs: s.runs })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(v: &[&str]) -> BTreeSet<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_step_keeps_a_signature_and_adds_none() {
+        let want = set(&["happens-before / race (write-write) at N", "shadow memory / clobber at N"]);
+        assert!(same_failure(&want, &set(&["happens-before / race (write-write) at N"])));
+        assert!(same_failure(&want, &want));
+        // A different failure in another check, even alongside the old one, is not the same failure.
+        assert!(!same_failure(&want, &set(&["IR checker / _ at N is below the HWM floor N"])));
+        assert!(!same_failure(
+            &want,
+            &set(&["happens-before / race (write-write) at N", "IR checker / _ at N is below the HWM floor N"])
+        ));
+        assert!(!same_failure(&want, &set(&[])));
+    }
 }
