@@ -220,14 +220,13 @@ fn huge_programs_are_typed_errors_not_allocation_aborts() {
     let link_dir = d.join("lnk");
     rejected(&["compile", &p, "--link-dir", link_dir.to_str().unwrap()], "the link directory allows 1073741824");
     assert!(!link_dir.exists(), "nothing written");
-    // More cores than a NEFF holds: refused before a module per core is built.
+    // More cores than the device has: refused where it is written, before a module per core is built.
     let cores = program("4294967295", "", relu);
     let p = file(&d, "cores.bir", &cores);
-    for cmd in ["split", "compile", "link"] {
-        rejected(&[cmd, &p], "lnc_size 4294967295 is more cores than the 256");
+    for cmd in ["split", "compile", "link", "run", "interp"] {
+        rejected(&[cmd, &p], "cores.bir:1:14: lnc 4294967295 is out of range: the device has 1 to 256 cores");
     }
-    let o = rejected(&["run", &p], "1 failure(s)");
-    assert!(o.stdout.contains("FAIL  split + allocate split: lnc_size 4294967295"), "{}", o.stdout);
+    rejected(&["fmt", "--verify", &p], "cores.bir:1:14: lnc 4294967295 is out of range");
     std::fs::remove_dir_all(&d).unwrap();
 }
 
@@ -235,24 +234,6 @@ fn huge_programs_are_typed_errors_not_allocation_aborts() {
 fn constructs_the_device_cannot_run_fail_a_stage_of_run() {
     let d = scratch("device");
     let cases = [
-        (
-            "sbuf",
-            program(
-                "1",
-                "loc s sbuf internal i32[16]",
-                "    i0 = dve relu x[0..16] -> s[0..16] core 0\n    i1 = dve relu s[0..16] -> out[0..16] core 0 after i0",
-            ),
-            "FAIL  codegen          location `s` is not in DRAM",
-        ),
-        (
-            "psum",
-            program(
-                "1",
-                "loc s psum internal i32[16]",
-                "    i0 = dve relu x[0..16] -> s[0..16] core 0\n    i1 = dve relu s[0..16] -> out[0..16] core 0 after i0",
-            ),
-            "FAIL  codegen          location `s` is not in DRAM",
-        ),
         (
             "call",
             program("1", "", "    i0 = dve relu x[0..16] -> out[0..16] core 0\n    i1 = sp call main core 0 after i0"),
@@ -285,6 +266,59 @@ fn constructs_the_device_cannot_run_fail_a_stage_of_run() {
         let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
         assert_eq!(v["passed"], false, "{name}");
     }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn what_the_device_cannot_run_is_refused_at_its_line_by_every_command() {
+    let d = scratch("device-refusals");
+    let body =
+        "    i0 = dve relu x[0..16] -> s[0..16] core 0\n    i1 = dve relu s[0..16] -> out[0..16] core 0 after i0";
+    let cases = [
+        ("sbuf", program("1", "loc s sbuf internal i32[16]", body), "sbuf.bir:6:1: location `s` is in sbuf"),
+        ("psum", program("1", "loc s psum internal i32[16]", body), "psum.bir:6:1: location `s` is in psum"),
+        (
+            "engine",
+            program("1", "", "    i0 = dve matmul 4x4x1 x[0..16], w[0..4] -> out[0..4] core 0"),
+            "engine.bir:10:5: instruction `i0`: dve cannot run `matmul` (it runs on pe)",
+        ),
+    ];
+    for (name, text, want) in cases {
+        let p = file(&d, &format!("{name}.bir"), &text);
+        let neff = d.join(format!("{name}.neff"));
+        for args in [
+            vec!["run", &p],
+            vec!["compile", &p],
+            vec!["split", &p],
+            vec!["interp", &p],
+            vec!["link", &p],
+            vec!["fmt", "--verify", &p],
+            vec!["neff", "pack", &p, "-o", neff.to_str().unwrap()],
+        ] {
+            rejected(&args, want);
+        }
+        assert!(!neff.exists());
+        assert_eq!(run(&["fmt", &p]).code, Some(0), "fmt alone only formats");
+    }
+    // A data hazard is a warning (the run then shows the race), not a refusal.
+    let p = file(
+        &d,
+        "hazard.bir",
+        &program(
+            "1",
+            "loc t dram internal i32[16]",
+            "    i0 = act relu x[0..16] -> t[0..16] core 0\n    i1 = dve relu t[0..16] -> out[0..16] core 0",
+        ),
+    );
+    let o = run(&["fmt", "--verify", &p]);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(
+        o.stderr.starts_with(&format!(
+            "lncsim: warning: {p}:11:5: instruction `i1` (dve) reads what `i0` (act) wrote in `t`, and nothing orders them (add `after i0`)"
+        )),
+        "{}",
+        o.stderr
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 

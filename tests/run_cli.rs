@@ -98,3 +98,18 @@ fn swarm_runs_a_seed_range_and_summarises() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stdout(&o).contains("replay: lncsim run --seed 0 "), "{}", stdout(&o));
 }
+
+#[test]
+fn a_bug_that_cannot_be_planted_is_not_applicable_exit_3_without_a_replay() {
+    let dir = std::env::temp_dir().join(format!("lncsim-na-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let one = dir.join("one.bir");
+    std::fs::write(&one, stdout(&lncsim(&["gen", "--seed", "1", "--cores", "1"]))).unwrap();
+    let o = lncsim(&["run", one.to_str().unwrap(), "--plant", "unsynced-shared"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("replay:"), "{}", stdout(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("lncsim: error: plant: cannot plant here") && err.contains("nothing was checked"), "{err}");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -163,7 +163,35 @@ pub fn parse_u64(s: &str) -> Result<u64, String> {
 }
 
 /// Reads and parses a program in the text format; errors read `file:line:col: message`.
+/// Reads and parses a module, then refuses what the device cannot run
+/// (`FILE:LINE:COL: ...`, the first with a count) and prints its warnings
+/// (cross-engine data hazards) to stderr, at most five and a count.
 pub fn read_module(path: &Path) -> Result<lncsim_model::ir::Module, CliError> {
+    let text = read_text(path)?;
+    parse_program(&text, &shown(path))
+}
+
+/// [`read_module`] on text already read; `name` is the file's name in messages.
+pub fn parse_program(text: &str, name: &str) -> Result<lncsim_model::ir::Module, CliError> {
+    use lncsim_model::ir::device_check::{Severity, device_check};
+    let (m, map) = lncsim_model::ir::parse_with_map(text).map_err(|e| CliError::BadInput(format!("{name}:{e}")))?;
+    let findings = device_check(&m, Some(&map));
+    let (errors, warnings): (Vec<_>, Vec<_>) = findings.iter().partition(|f| f.severity == Severity::Error);
+    if let Some(first) = errors.first() {
+        let more = if errors.len() > 1 { format!(" (and {} more)", errors.len() - 1) } else { String::new() };
+        return Err(CliError::BadInput(format!("{name}:{first}{more}")));
+    }
+    for w in warnings.iter().take(5) {
+        eprintln!("lncsim: warning: {name}:{w}");
+    }
+    if warnings.len() > 5 {
+        eprintln!("lncsim: warning: {name}: {} more data hazard warning(s)", warnings.len() - 5);
+    }
+    Ok(m)
+}
+
+/// Reads and parses a module without the device check (the formatter's input).
+pub fn read_module_unchecked(path: &Path) -> Result<lncsim_model::ir::Module, CliError> {
     let text = read_text(path)?;
     lncsim_model::ir::parse(&text).map_err(|e| CliError::BadInput(format!("{}:{e}", shown(path))))
 }

@@ -94,7 +94,7 @@ fn config(a: &RunArgs) -> Result<RunConfig, CliError> {
             Err(neff) => {
                 let text = utf8_text(path, bytes)
                     .map_err(|e| CliError::BadInput(format!("{e}; not a NEFF either ({neff})")))?;
-                let module = ir::parse(&text).map_err(|e| CliError::BadInput(format!("{name}:{e}")))?;
+                let module = super::parse_program(&text, &name)?;
                 Source::Program { module, path: name }
             }
         };
@@ -120,7 +120,13 @@ pub fn run(a: RunArgs) -> Result<ExitCode, CliError> {
         check_output("--trace", path)?;
     }
     let cfg = config(&a)?;
-    let report = run_flow(&cfg);
+    let mut report = run_flow(&cfg);
+    let failures = report.failures();
+    let not_applicable = failures.len() == 1 && failures[0].starts_with("plant: cannot plant here");
+    if not_applicable {
+        // Nothing was checked with the bug in: there is nothing to replay.
+        report.replay = None;
+    }
     let trace = report.sim.as_ref().and_then(|s| s.trace.as_ref());
     if let (Some(path), Some(trace)) = (&a.trace, trace) {
         write_with(path, |w| trace.write_chrome(w))?;
@@ -146,9 +152,8 @@ pub fn run(a: RunArgs) -> Result<ExitCode, CliError> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let failures = report.failures();
-    if failures.len() == 1 && failures[0].starts_with("plant: cannot plant here") {
-        // Nothing was checked with the bug in: neither a pass nor a failed check (exit 3, no replay).
+    if not_applicable {
+        // Neither a pass nor a failed check: exit 3.
         if a.json {
             println!("{json}");
         }

@@ -3,6 +3,7 @@
 //! (`print` / `parse`, grammar in `docs/text-format.md`) and a validator
 //! (`Module::verify`).
 
+pub mod device_check;
 pub mod fuzz;
 mod lex;
 pub mod module;
@@ -11,6 +12,6 @@ mod print;
 mod verify;
 
 pub use module::*;
-pub use parse::{ParseError, parse};
+pub use parse::{ParseError, SourceMap, parse, parse_with_map};
 pub use print::{is_bare_name, name as quote_name, print};
 pub use verify::{VerifyError, VerifyErrors};

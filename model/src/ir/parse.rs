@@ -63,6 +63,8 @@ struct RawInst {
     core: Option<u32>,
     collective: bool,
     deps: Vec<(Ref, EdgeKind)>,
+    /// Where the statement starts.
+    at: (usize, usize),
 }
 
 #[derive(Debug, Default)]
@@ -81,10 +83,30 @@ struct Raw {
     aliases: Vec<(Ref, Ref, AliasKind)>,
     sets: Vec<(String, Vec<Ref>)>,
     funcs: Vec<RawFunc>,
+    map: SourceMap,
+}
+
+/// Where each thing of a parsed module was written: (line, column), both
+/// 1-based, of the statement that declared it. Indexes follow the module's
+/// arenas, so `locs[l.index()]` is memory location `l`'s and
+/// `insts[f][i.index()]` is instruction `i` of function `f`'s.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SourceMap {
+    /// The header's `lnc N` value.
+    pub lnc: (usize, usize),
+    /// Per memory location.
+    pub locs: Vec<(usize, usize)>,
+    /// Per function, per instruction.
+    pub insts: Vec<Vec<(usize, usize)>>,
 }
 
 /// Parses a module from the text format.
 pub fn parse(text: &str) -> Result<Module, ParseError> {
+    parse_with_map(text).map(|(m, _)| m)
+}
+
+/// Parses a module and says where each location and instruction was written.
+pub fn parse_with_map(text: &str) -> Result<(Module, SourceMap), ParseError> {
     let mut raw = Raw::default();
     let mut saw_header = false;
     for (i, line) in text.lines().enumerate() {
@@ -98,6 +120,7 @@ pub fn parse(text: &str) -> Result<Module, ParseError> {
             c.keyword("module")?;
             raw.module.name = c.name()?;
             c.keyword("lnc")?;
+            raw.map.lnc = (lineno, c.col());
             raw.module.attrs.lnc_size = c.u32()?;
             if c.eat("core") {
                 raw.module.attrs.neuron_core_id = Some(c.u32()?);
@@ -134,6 +157,7 @@ fn statement(c: &mut Cursor<'_>, raw: &mut Raw) -> Result<(), ParseError> {
     } else if first_is_keyword("loc") {
         c.pos = 1;
         let (loc, remote) = loc_statement(c)?;
+        raw.map.locs.push((c.line, c.toks[0].col));
         raw.module.memlocs.push(loc);
         raw.remotes.push(remote);
     } else if first_is_keyword("alias") {
@@ -294,7 +318,16 @@ fn inst_statement(c: &mut Cursor<'_>) -> Result<RawInst, ParseError> {
         "sem_signal" => RawOp::SemSignal(c.u32()?),
         w => return c.fail_prev(format!("unknown opcode `{w}`")),
     };
-    let mut inst = RawInst { name, engine, op, queue: None, core: None, collective: false, deps: Vec::new() };
+    let mut inst = RawInst {
+        name,
+        engine,
+        op,
+        queue: None,
+        core: None,
+        collective: false,
+        deps: Vec::new(),
+        at: (c.line, c.toks[0].col),
+    };
     while !c.at_end() {
         match c.word()?.as_str() {
             "queue" => inst.queue = Some(c.name_ref()?),
@@ -327,8 +360,8 @@ fn inst_statement(c: &mut Cursor<'_>) -> Result<RawInst, ParseError> {
 }
 
 /// Resolves every name to its id; reports unknown and duplicate names.
-fn resolve(raw: Raw) -> Result<Module, ParseError> {
-    let Raw { mut module, remotes, aliases, sets, funcs } = raw;
+fn resolve(raw: Raw) -> Result<(Module, SourceMap), ParseError> {
+    let Raw { mut module, remotes, aliases, sets, funcs, mut map } = raw;
     let locs = index_names(module.memlocs.iter().map(|l| l.name.as_str()));
     let queues = index_names(module.queues.iter().map(|q| q.name.as_str()));
     let func_ids = index_names(funcs.iter().map(|f| f.name.as_str()));
@@ -364,6 +397,7 @@ fn resolve(raw: Raw) -> Result<Module, ParseError> {
     };
     for rf in funcs {
         let mut f = Function { name: rf.name, attrs: rf.attrs, ..Function::default() };
+        let mut at = Vec::new();
         f.args = rf.args.iter().map(|r| lookup(&locs, r, "location").map(MemLocId)).collect::<Result<_, _>>()?;
         let inst_ids = index_names(rf.blocks.iter().flat_map(|(_, insts)| insts.iter().map(|i| i.name.as_str())));
         for (bname, raw_insts) in rf.blocks {
@@ -400,12 +434,14 @@ fn resolve(raw: Raw) -> Result<Module, ParseError> {
                 };
                 block.insts.push(InstId::from_index(f.insts.len()));
                 f.insts.push(inst);
+                at.push(ri.at);
             }
             f.blocks.push(block);
         }
         module.functions.push(f);
+        map.insts.push(at);
     }
-    Ok(module)
+    Ok((module, map))
 }
 
 /// Name -> first index. Duplicates resolve to the first; `verify` reports them.

@@ -1,0 +1,316 @@
+//! What the simulated device can run, checked before any stage works on a
+//! program: `lnc` in `1..=256`, every location in DRAM (the device models
+//! HBM only; SBUF and PSUM exist in the IR for the seeds' sake), and every
+//! compute op on an engine that runs it (matmul on PE only, PE runs nothing
+//! but matmul, SP computes nothing: it triggers DMA and synchronises).
+//! Errors carry the source position when a [`SourceMap`] is given.
+//!
+//! It also warns, without failing, about cross-engine data hazards: two
+//! accesses to overlapping elements of one location from different engines
+//! (or cores), at least one a write, that no chain of dependency edges and
+//! same-engine program order orders. Each access is compared with the
+//! latest [`TRACKED`] overlapping accesses of its location, so a hazard can
+//! be missed but is never invented; a function with semaphore waits or core
+//! barriers (hand-synchronised) is not judged. Cost: O(n * S) time and
+//! memory for n instructions on S (core, engine) streams, skipped (and said
+//! so) above [`MAX_CLOCK_CELLS`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use super::{ComputeKind, Engine, MemType, Module, Op, SourceMap};
+
+/// The most cores a program may target (the splitter's limit).
+pub const MAX_LNC: u32 = 256;
+/// Accesses remembered per location for the hazard warning.
+pub const TRACKED: usize = 8;
+/// Vector-clock cells (instructions x streams) above which the hazard warning is skipped.
+pub const MAX_CLOCK_CELLS: u64 = 64_000_000;
+
+/// How bad a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// The device cannot run it: commands refuse the program.
+    Error,
+    /// It runs, but probably not as meant.
+    Warning,
+}
+
+/// One finding, with where it was written when known.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceFinding {
+    /// Error or warning.
+    pub severity: Severity,
+    /// (line, column), 1-based.
+    pub at: Option<(usize, usize)>,
+    /// What is wrong.
+    pub msg: String,
+}
+
+impl fmt::Display for DeviceFinding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.at {
+            Some((l, c)) => write!(f, "{l}:{c}: {}", self.msg),
+            None => write!(f, "{}", self.msg),
+        }
+    }
+}
+
+/// The engines that can run a compute op.
+pub fn engines_for(kind: &ComputeKind) -> &'static [Engine] {
+    match kind {
+        ComputeKind::MatMul { .. } => &[Engine::Pe],
+        ComputeKind::Add | ComputeKind::Mul | ComputeKind::Relu => &[Engine::Act, Engine::Dve, Engine::Pool],
+        ComputeKind::Reduce => &[Engine::Dve, Engine::Pool],
+    }
+}
+
+fn kind_name(kind: &ComputeKind) -> &'static str {
+    match kind {
+        ComputeKind::Add => "add",
+        ComputeKind::Mul => "mul",
+        ComputeKind::Relu => "relu",
+        ComputeKind::Reduce => "reduce",
+        ComputeKind::MatMul { .. } => "matmul",
+    }
+}
+
+fn engine_name(e: Engine) -> &'static str {
+    match e {
+        Engine::Pe => "pe",
+        Engine::Act => "act",
+        Engine::Dve => "dve",
+        Engine::Pool => "pool",
+        Engine::Sp => "sp",
+    }
+}
+
+/// Every error and warning of `m`, errors first, each group in source order.
+pub fn device_check(m: &Module, map: Option<&SourceMap>) -> Vec<DeviceFinding> {
+    let mut out = Vec::new();
+    let err = |at, msg| DeviceFinding { severity: Severity::Error, at, msg };
+    if m.attrs.lnc_size == 0 || m.attrs.lnc_size > MAX_LNC {
+        out.push(err(
+            map.map(|s| s.lnc),
+            format!("lnc {} is out of range: the device has 1 to {MAX_LNC} cores", m.attrs.lnc_size),
+        ));
+    }
+    for (i, l) in m.memlocs.iter().enumerate() {
+        if l.mem_type != MemType::Dram {
+            let what = if l.mem_type == MemType::Sbuf { "sbuf" } else { "psum" };
+            out.push(err(
+                map.and_then(|s| s.locs.get(i).copied()),
+                format!("location `{}` is in {what}: the device models DRAM (HBM) only", l.name),
+            ));
+        }
+    }
+    for (fi, f) in m.functions.iter().enumerate() {
+        for (ii, inst) in f.insts.iter().enumerate() {
+            if let Op::Compute { kind, .. } = &inst.op
+                && !engines_for(kind).contains(&inst.engine)
+            {
+                let can: Vec<&str> = engines_for(kind).iter().map(|e| engine_name(*e)).collect();
+                out.push(err(
+                    map.and_then(|s| s.insts.get(fi)).and_then(|v| v.get(ii).copied()),
+                    format!(
+                        "instruction `{}`: {} cannot run `{}` (it runs on {})",
+                        inst.name,
+                        engine_name(inst.engine),
+                        kind_name(kind),
+                        can.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    for (fi, _) in m.functions.iter().enumerate() {
+        out.extend(hazards(m, fi, map));
+    }
+    out
+}
+
+/// One access: instruction, element range, write or read.
+#[derive(Clone, Copy)]
+struct Access {
+    inst: usize,
+    lo: u64,
+    hi: u64,
+    write: bool,
+}
+
+/// The hazard warnings of function `fi` (see the module doc).
+fn hazards(m: &Module, fi: usize, map: Option<&SourceMap>) -> Vec<DeviceFinding> {
+    let f = &m.functions[fi];
+    if f.insts.iter().any(|i| matches!(i.op, Op::SemWait { .. } | Op::CoreBarrier(_))) {
+        return Vec::new();
+    }
+    let core = |i: &super::Inst| i.core.or(f.attrs.neuron_core_id).or(m.attrs.neuron_core_id).unwrap_or(0);
+    let mut stream_of: BTreeMap<(u32, usize), usize> = BTreeMap::new();
+    let streams: Vec<usize> = f
+        .insts
+        .iter()
+        .map(|i| {
+            let n = stream_of.len();
+            *stream_of.entry((core(i), i.engine.index())).or_insert(n)
+        })
+        .collect();
+    let s = stream_of.len();
+    let n = f.insts.len();
+    if (n as u64).saturating_mul(s as u64) > MAX_CLOCK_CELLS {
+        return vec![DeviceFinding {
+            severity: Severity::Warning,
+            at: None,
+            msg: format!(
+                "function `{}`: data hazards not checked ({n} instructions on {s} engine streams is over the check's size)",
+                f.name
+            ),
+        }];
+    }
+    // clock[i * s + t]: how many records of stream t instruction i is ordered after (itself included).
+    let mut clock = vec![0u32; n * s];
+    let mut last: Vec<Option<usize>> = vec![None; s];
+    let mut seq = vec![0u32; n];
+    let mut count = vec![0u32; s];
+    for i in 0..n {
+        let t = streams[i];
+        let (before, row) = clock.split_at_mut(i * s);
+        let row = &mut row[..s];
+        let preds = f.insts[i].deps.iter().map(|d| d.inst.index()).filter(|&d| d < i).chain(last[t]);
+        for p in preds {
+            for (c, v) in row.iter_mut().zip(&before[p * s..p * s + s]) {
+                *c = (*c).max(*v);
+            }
+        }
+        count[t] += 1;
+        seq[i] = count[t];
+        row[t] = count[t];
+        last[t] = Some(i);
+    }
+    let ordered = |a: usize, b: usize| clock[b * s + streams[a]] >= seq[a];
+    let mut recent: BTreeMap<u32, Vec<Access>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (i, inst) in f.insts.iter().enumerate() {
+        let mut touches: Vec<(super::AccessPattern, bool)> = inst.reads().into_iter().map(|a| (a, false)).collect();
+        touches.extend(inst.write().map(|a| (a, true)));
+        for (ap, write) in touches {
+            let acc = Access { inst: i, lo: ap.offset, hi: ap.offset.saturating_add(ap.len), write };
+            let list = recent.entry(ap.loc.0).or_default();
+            if let Some(prev) = list.iter().rev().find(|p| {
+                p.inst != i
+                    && (p.write || write)
+                    && p.lo < acc.hi
+                    && acc.lo < p.hi
+                    && streams[p.inst] != streams[i]
+                    && !ordered(p.inst, i)
+            }) {
+                let a = &f.insts[prev.inst];
+                let kind = match (prev.write, write) {
+                    (true, false) => "reads what",
+                    (false, true) => "overwrites what",
+                    _ => "writes over what",
+                };
+                let loc = m.memlocs.get(ap.loc.0 as usize).map_or("?", |l| l.name.as_str());
+                out.push(DeviceFinding {
+                    severity: Severity::Warning,
+                    at: map.and_then(|s| s.insts.get(fi)).and_then(|v| v.get(i).copied()),
+                    msg: format!(
+                        "instruction `{}` ({}) {kind} `{}` ({}) {} `{loc}`, and nothing orders them (add `after {}`)",
+                        inst.name,
+                        engine_name(inst.engine),
+                        a.name,
+                        engine_name(a.engine),
+                        if prev.write { "wrote in" } else { "read from" },
+                        a.name
+                    ),
+                });
+            }
+            list.push(acc);
+            if list.len() > TRACKED {
+                list.remove(0);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::ir::parse_with_map;
+
+    fn findings(text: &str) -> Vec<String> {
+        let (m, map) = parse_with_map(text).unwrap();
+        device_check(&m, Some(&map)).iter().map(|f| format!("{:?} {f}", f.severity)).collect()
+    }
+
+    const HEAD: &str = "module t lnc 1\nloc x dram input i32[16]\nloc y dram internal i32[16]\nloc o dram output i32[16]\nfunc main\n  args x\n  block b\n";
+
+    #[test]
+    fn what_the_device_cannot_run_is_an_error_at_its_line() {
+        let f = findings(
+            "module t lnc 300\nloc s sbuf internal i32[4]\nloc p psum internal i32[4]\nfunc main\n  block b\n    i0 = dve matmul 2x2x1 s[0..4], s[0..2] -> p[0..2]\n    i1 = sp add s[0..4], s[0..4] -> s[0..4]\n    i2 = pe relu s[0..4] -> s[0..4]\n",
+        );
+        let errors: Vec<&String> = f.iter().filter(|l| l.starts_with("Error")).collect();
+        assert_eq!(
+            errors,
+            vec![
+                "Error 1:14: lnc 300 is out of range: the device has 1 to 256 cores",
+                "Error 2:1: location `s` is in sbuf: the device models DRAM (HBM) only",
+                "Error 3:1: location `p` is in psum: the device models DRAM (HBM) only",
+                "Error 6:5: instruction `i0`: dve cannot run `matmul` (it runs on pe)",
+                "Error 7:5: instruction `i1`: sp cannot run `add` (it runs on act, dve, pool)",
+                "Error 8:5: instruction `i2`: pe cannot run `relu` (it runs on act, dve, pool)",
+            ]
+        );
+        assert!(findings("module t lnc 0\n").iter().any(|f| f.contains("lnc 0 is out of range")));
+    }
+
+    #[test]
+    fn an_unordered_cross_engine_hazard_is_a_warning_and_an_edge_silences_it() {
+        let racy = format!("{HEAD}    w = act relu x[0..16] -> y[0..16]\n    r = dve relu y[4..8] -> o[0..4]\n");
+        assert_eq!(
+            findings(&racy),
+            vec![
+                "Warning 9:5: instruction `r` (dve) reads what `w` (act) wrote in `y`, and nothing orders them (add `after w`)"
+            ]
+        );
+        let fixed =
+            format!("{HEAD}    w = act relu x[0..16] -> y[0..16]\n    r = dve relu y[4..8] -> o[0..4] after w\n");
+        assert!(findings(&fixed).is_empty());
+        // Ordered through a third engine: w -> m (pool, after w) -> r (dve, after m).
+        let chain = format!(
+            "{HEAD}    w = act relu x[0..16] -> y[0..16]\n    m = pool relu x[0..4] -> o[4..8] after w\n    r = dve relu y[4..8] -> o[0..4] after m\n"
+        );
+        assert!(findings(&chain).is_empty());
+        // Same engine: program order orders them; disjoint elements never conflict.
+        let same = format!("{HEAD}    w = act relu x[0..16] -> y[0..16]\n    r = act relu y[4..8] -> o[0..4]\n");
+        assert!(findings(&same).is_empty());
+        let disjoint = format!("{HEAD}    w = act relu x[0..8] -> y[0..8]\n    r = dve relu y[8..16] -> o[0..8]\n");
+        assert!(findings(&disjoint).is_empty());
+    }
+
+    #[test]
+    fn write_after_read_is_reported_too() {
+        let war = format!("{HEAD}    r = dve relu x[0..16] -> o[0..16]\n    w = act relu y[0..16] -> x[0..16]\n");
+        let f = findings(&war);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].contains("`w` (act) overwrites what `r` (dve) read from `x`"), "{f:?}");
+    }
+
+    #[test]
+    fn generated_programs_run_on_the_device_and_carry_no_hazard() {
+        for seed in 0..8 {
+            for cores in [1, 2, 4] {
+                let m = crate::program::generate(&crate::program::GenConfig::new(
+                    seed,
+                    cores,
+                    crate::program::SizeClass::Medium,
+                ));
+                let f = device_check(&m, None);
+                assert!(f.is_empty(), "seed {seed}, {cores} cores: {f:?}");
+            }
+        }
+    }
+}
