@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 mod alloc;
 mod bench;
 mod bench_alloc;
+mod bench_flow;
 mod bench_link;
 mod bench_load;
 mod bench_neff;
@@ -184,6 +185,9 @@ mod tests {
         Cli::command().debug_assert();
         let lines = [
             "gen --seed 0x10 --cores 3 --size medium",
+            "gen --seed 1 --cores 8 --ops 1000 --elems 16",
+            "run --cores 8 --ops 100 --elems 0x10 --no-times",
+            "bench flow --sizes 10,100 --cores 2 --reps 3 --seed 2 --elems 8",
             "fmt x --verify",
             "interp x --seed 5 --json",
             "split x --cores 2",

@@ -34,7 +34,8 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 pub use plant::PlantedBug;
-pub use report::{Check, CheckResult, RunReport, Stage};
+use report::Rec;
+pub use report::{Check, CheckResult, Progress, RunReport, Stage};
 
 use crate::device::{Fault, FaultPlan as DeviceFaults, SimDevice};
 use crate::tnc::{LoaderSpec, TncScenario};
@@ -131,6 +132,12 @@ impl RunConfig {
             Source::Generated(g, Some(size)) if *g == GenConfig::new(g.seed, g.cores, *size) && g.seed == self.seed => {
                 format!("lncsim run --seed {} --cores {} --size {}", self.seed, g.cores, size_name(*size))
             }
+            Source::Generated(g, None) if g.seed == self.seed => match g.ops_per_core() {
+                Some(n) => {
+                    format!("lncsim run --seed {} --cores {} --ops {n} --elems {}", self.seed, g.cores, g.max_elems)
+                }
+                None => return None,
+            },
             Source::Generated(..) => return None,
             Source::Program { path, .. } | Source::Neff { path, .. } => {
                 format!("lncsim run {} --seed {}", shell_word(path), self.seed)
@@ -188,17 +195,23 @@ pub fn size_name(s: SizeClass) -> &'static str {
 
 /// Runs the whole flow for `cfg` and checks every invariant.
 pub fn run(cfg: &RunConfig) -> RunReport {
-    let mut r = RunReport::new(cfg.seed, cfg.replay());
+    run_observed(cfg, &mut |_| {})
+}
+
+/// [`run`], telling `on` about each stage and check (with its wall time) as
+/// soon as it finishes, so a caller can print a run as it goes.
+pub fn run_observed(cfg: &RunConfig, on: &mut dyn FnMut(Progress<'_>)) -> RunReport {
+    let mut r = Rec::new(RunReport::new(cfg.seed, cfg.replay()), on);
     match &cfg.source {
         Source::Neff { bytes, .. } => execute_neff(cfg, bytes, None, None, &mut r),
         Source::Generated(g, _) => run_program(cfg, &generate(g), &mut r),
         Source::Program { module, .. } => run_program(cfg, module, &mut r),
     }
     tnc(cfg, &mut r);
-    r
+    r.report
 }
 
-fn run_program(cfg: &RunConfig, program: &Module, r: &mut RunReport) {
+fn run_program(cfg: &RunConfig, program: &Module, r: &mut Rec<'_>) {
     r.program = program.name.clone();
     r.cores = program.attrs.lnc_size;
     r.instructions = program.functions.iter().map(|f| f.insts.len()).sum();
@@ -286,7 +299,7 @@ fn run_program(cfg: &RunConfig, program: &Module, r: &mut RunReport) {
 }
 
 /// Records a plant; false (and a failed stage) when the program offers no place for it.
-fn plant(r: &mut RunReport, outcome: Result<String, String>) -> bool {
+fn plant(r: &mut Rec<'_>, outcome: Result<String, String>) -> bool {
     let ok = outcome.is_ok();
     r.stage("plant", outcome.map_err(|e| format!("cannot plant here: {e}")));
     ok
@@ -317,7 +330,7 @@ fn load(rt: &Runtime<SimDevice>, bytes: &[u8], seed: u64) -> Result<lncsim_model
         .map_err(|e| e.to_string())
 }
 
-fn execute_neff(cfg: &RunConfig, bytes: &[u8], golden: Option<&Values>, inputs: Option<Values>, r: &mut RunReport) {
+fn execute_neff(cfg: &RunConfig, bytes: &[u8], golden: Option<&Values>, inputs: Option<Values>, r: &mut Rec<'_>) {
     let header = match NeffHeader::parse(bytes) {
         Ok(h) => h,
         Err(e) => return r.stage("load", Err(e.to_string())),
@@ -424,7 +437,7 @@ fn sim_faults(cfg: &RunConfig, cores: u32, records: u64) -> FaultPlan {
 
 /// A load with an injected device fault must fail with a typed error and leave
 /// no allocation, no registered model and no vnc claim behind (invariant 6).
-fn faulty_load(bytes: &[u8], lnc: u32, fault: LoadFault, seed: u64, r: &mut RunReport) {
+fn faulty_load(bytes: &[u8], lnc: u32, fault: LoadFault, seed: u64, r: &mut Rec<'_>) {
     let dev = device(lnc);
     dev.set_fault_plan(DeviceFaults {
         faults: vec![match fault {
@@ -437,7 +450,7 @@ fn faulty_load(bytes: &[u8], lnc: u32, fault: LoadFault, seed: u64, r: &mut RunR
     r.check("a faulty load fails cleanly: nothing allocated, registered or claimed", &[6], outcome.map(|_| ()));
 }
 
-fn runtime_checks(s: &crate::SimReport, r: &mut RunReport) {
+fn runtime_checks(s: &crate::SimReport, r: &mut Rec<'_>) {
     let kinds = |ks: &[&str]| -> Result<(), String> {
         let v: Vec<String> = s.violations.iter().filter(|v| ks.contains(&v.kind())).map(|v| v.to_string()).collect();
         list(&v)
@@ -458,7 +471,7 @@ fn runtime_checks(s: &crate::SimReport, r: &mut RunReport) {
 }
 
 /// The TNC cache under seeded interleavings of concurrent loaders (invariant 4).
-fn tnc(cfg: &RunConfig, r: &mut RunReport) {
+fn tnc(cfg: &RunConfig, r: &mut Rec<'_>) {
     let planted = cfg.plant == Some(PlantedBug::TncNoWake);
     if cfg.faults.loaders == 0 && !planted {
         return;
