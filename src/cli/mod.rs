@@ -196,6 +196,7 @@ mod tests {
             "link --modules a b",
             "alloc x --align 1 --order size --capacity 0x100 --out o --svg s --json",
             "neff pack x -o y --cores 2 --seed 3 --uncompressed --allreduce-buffer-size -1",
+            "neff pack x -o y --level 9",
             "neff inspect x --json --verify-hash",
             "neff unpack x d --verify-hash",
             "load x --cores 4 --fail-alloc 2 --json",
