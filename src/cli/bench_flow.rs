@@ -179,6 +179,18 @@ fn growth(a_ms: f64, b_ms: f64, a_size: u32, b_size: u32) -> f64 {
     if steps <= 0.0 { ratio } else { ratio.powf(1.0 / steps) }
 }
 
+/// A stage's growth per 10x and its verdict: `not judged` under [`JUDGE_MS`]
+/// at the larger size, else PASS or FAIL against [`TARGET_GROWTH`].
+fn judge(a_ms: f64, b_ms: f64, a_size: u32, b_size: u32) -> (f64, &'static str) {
+    let g = growth(a_ms, b_ms, a_size, b_size);
+    let verdict = match (b_ms >= JUDGE_MS, g <= TARGET_GROWTH) {
+        (false, _) => "not judged",
+        (true, true) => "PASS",
+        (true, false) => "FAIL",
+    };
+    (g, verdict)
+}
+
 /// Runs every size, prints the table, the growth and the target comparison.
 pub fn run(a: &BenchFlowArgs) -> Result<ExitCode, CliError> {
     if a.sizes.windows(2).any(|w| w[0] >= w[1]) {
@@ -204,13 +216,7 @@ pub fn run(a: &BenchFlowArgs) -> Result<ExitCode, CliError> {
         println!("  {} -> {} instructions per core:", x.size, y.size);
         for (i, it) in y.items.iter().enumerate() {
             let Some(prev) = x.items.get(i).filter(|p| p.name == it.name) else { continue };
-            let g = growth(prev.ms, it.ms, x.size, y.size);
-            let judged = it.ms >= JUDGE_MS;
-            let verdict = match (judged, g <= TARGET_GROWTH) {
-                (false, _) => "not judged",
-                (true, true) => "PASS",
-                (true, false) => "FAIL",
-            };
+            let (g, verdict) = judge(prev.ms, it.ms, x.size, y.size);
             println!("    {:<48} {:>10.1} -> {:>10.1} ms  {:>7.2}x  {verdict}", it.name, prev.ms, it.ms, g);
             if verdict == "FAIL" {
                 misses.push(format!("{} grows {g:.2}x per 10x ({} -> {})", it.name, x.size, y.size));
@@ -249,5 +255,32 @@ pub fn run(a: &BenchFlowArgs) -> Result<ExitCode, CliError> {
     } else {
         println!("result FAIL ({} misses)", misses.len());
         Err(CliError::CheckFailed(format!("bench flow missed: {}", misses.join("; "))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{judge, median};
+
+    #[test]
+    fn growth_is_scaled_to_a_10x_step_and_judged_only_above_the_floor() {
+        let (g, v) = judge(100.0, 1000.0, 1_000, 10_000);
+        assert!((g - 10.0).abs() < 1e-9 && v == "PASS");
+        let (g, v) = judge(100.0, 1300.0, 1_000, 10_000);
+        assert!((g - 13.0).abs() < 1e-9 && v == "FAIL", "{g} {v}");
+        // 100x in size, 144x in time: 12x per 10x, on the line.
+        let (g, v) = judge(10.0, 1440.0, 1_000, 100_000);
+        assert!((g - 12.0).abs() < 1e-9 && v == "PASS", "{g} {v}");
+        // Quadratic over 100x: 100x per 10x.
+        assert_eq!(judge(10.0, 100_000.0, 1_000, 100_000).1, "FAIL");
+        // Under the floor at the larger size: printed, not judged.
+        assert_eq!(judge(0.1, 40.0, 1_000, 10_000).1, "not judged");
+    }
+
+    #[test]
+    fn median_of_an_odd_and_an_even_count() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0]), 4.0);
+        assert_eq!(median(vec![]), 0.0);
     }
 }

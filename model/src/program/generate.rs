@@ -110,10 +110,10 @@ pub enum GenError {
 }
 
 impl GenConfig {
-    /// A program of exactly `ops * cores` instructions (so about `ops` per
-    /// core: each op's core is drawn uniformly), tensors of at most
+    /// A program of exactly `ops * cores` instructions (at least 2; about
+    /// `ops` per core: each op's core is drawn uniformly), tensors of at most
     /// `max_elems` elements, a handoff chance of 30 %, one all-reduce per
-    /// 250 instructions per core (when `cores > 1`) and 3 outputs.
+    /// 250 instructions per core (when `cores > 1`) and up to 3 outputs.
     pub fn with_ops(seed: u64, cores: u32, ops: u32, max_elems: u64) -> Result<Self, GenError> {
         if !(1..=256).contains(&cores) {
             return Err(GenError::Cores(cores));
@@ -132,10 +132,12 @@ impl GenConfig {
             return Err(GenError::Elems(max_elems));
         }
         let allreduces = if cores > 1 { ops / OPS_PER_ALLREDUCE } else { 0 };
+        // At least one output and one op: a program of 1 instruction has 2.
+        let outputs = OPS_OUTPUTS.min((total / 2) as u32).max(1);
         // total <= MAX_OPS_TOTAL < u32::MAX, and allreduces * 2 * cores <= 2 * total / 250.
-        let fixed = u64::from(allreduces) * 2 * u64::from(cores) + u64::from(OPS_OUTPUTS);
+        let fixed = u64::from(allreduces) * 2 * u64::from(cores) + u64::from(outputs);
         let body = total.saturating_sub(fixed).max(1) as u32;
-        Ok(GenConfig { seed, cores, ops: body, max_elems, handoff_pct: 30, allreduces, outputs: OPS_OUTPUTS })
+        Ok(GenConfig { seed, cores, ops: body, max_elems, handoff_pct: 30, allreduces, outputs })
     }
 
     /// The `ops` per core this config was made with by [`GenConfig::with_ops`], if it was.
@@ -531,5 +533,95 @@ impl Gen {
                 self.m.sets.push(MemoryLocationSet { name: name.into(), locs });
             }
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn with_ops_makes_exactly_ops_times_cores_instructions_and_says_so() {
+        for (cores, ops) in [(1, 2), (1, 3), (1, 7), (2, 1), (2, 250), (8, 1000), (3, 2501)] {
+            let cfg = GenConfig::with_ops(5, cores, ops, 64).unwrap();
+            let m = generate(&cfg);
+            assert_eq!(m.functions[0].insts.len() as u64, u64::from(ops) * u64::from(cores), "{cores} x {ops}");
+            assert_eq!(cfg.ops_per_core(), Some(ops), "{cores} x {ops}");
+            assert!(m.verify().is_ok());
+        }
+        // One instruction is two (an op and an output), as `--ops 2` makes.
+        assert_eq!(GenConfig::with_ops(5, 1, 1, 64), GenConfig::with_ops(5, 1, 2, 64));
+        // A size-class config was not made by with_ops.
+        assert_eq!(GenConfig::new(5, 4, SizeClass::Small).ops_per_core(), None);
+    }
+
+    #[test]
+    fn with_ops_refuses_past_its_limits_with_typed_errors() {
+        assert_eq!(GenConfig::with_ops(0, 2, 0, 64), Err(GenError::NoOps));
+        assert_eq!(
+            GenConfig::with_ops(0, 1, MAX_OPS_PER_CORE + 1, 64),
+            Err(GenError::OpsPerCore(MAX_OPS_PER_CORE + 1))
+        );
+        assert_eq!(
+            GenConfig::with_ops(0, 8, 600_000, 64),
+            Err(GenError::OpsTotal { ops: 600_000, cores: 8, total: 4_800_000 })
+        );
+        assert_eq!(GenConfig::with_ops(0, 2, 10, 0), Err(GenError::Elems(0)));
+        assert_eq!(GenConfig::with_ops(0, 2, 10, MAX_OPS_ELEMS + 1), Err(GenError::Elems(MAX_OPS_ELEMS + 1)));
+        assert_eq!(GenConfig::with_ops(0, 0, 10, 64), Err(GenError::Cores(0)));
+        assert_eq!(GenConfig::with_ops(0, 257, 10, 64), Err(GenError::Cores(257)));
+        assert!(GenConfig::with_ops(0, 2, MAX_OPS_PER_CORE, 64).is_ok());
+        let e = GenConfig::with_ops(0, 8, 600_000, 64).unwrap_err().to_string();
+        assert!(e.contains("4800000") && e.contains("4000000"), "{e}");
+    }
+
+    /// Race-free by construction: every location is written once, every read
+    /// of a produced tensor depends on its producer, and the program really has
+    /// cross-core handoffs and collectives (one per 250 instructions per core).
+    #[test]
+    fn an_ops_program_is_ssa_with_a_dep_on_every_producer_and_has_handoffs_and_collectives() {
+        let cfg = GenConfig::with_ops(11, 8, 2000, 64).unwrap();
+        let m = generate(&cfg);
+        let f = &m.functions[0];
+        let mut producer: Vec<Option<InstId>> = vec![None; m.memlocs.len()];
+        for (i, inst) in f.insts.iter().enumerate() {
+            let w = inst.write().unwrap();
+            assert!(producer[w.loc.index()].is_none(), "{} written twice", m.loc(w.loc).name);
+            producer[w.loc.index()] = Some(InstId::from_index(i));
+        }
+        let (mut handoffs, mut collectives) = (0, 0);
+        for inst in &f.insts {
+            for r in inst.reads() {
+                if let Some(p) = producer[r.loc.index()] {
+                    assert!(inst.deps.iter().any(|d| d.inst == p && d.kind == EdgeKind::Data), "{}", inst.name);
+                    if f.insts[p.index()].core != inst.core {
+                        handoffs += 1;
+                    }
+                }
+            }
+            collectives += usize::from(inst.collective);
+        }
+        assert_eq!(collectives, 8 * 8, "2000 / 250 all-reduces, one collective add per core each");
+        assert!(handoffs > 2000, "{handoffs} cross-core reads in 16000 instructions");
+        let max = m.memlocs.iter().map(|l| l.elem_count).max().unwrap();
+        assert!(max <= 64, "tensors of at most --elems elements, got {max}");
+    }
+
+    #[test]
+    fn the_same_config_gives_the_same_program_and_another_seed_another() {
+        let cfg = GenConfig::with_ops(3, 4, 500, 32).unwrap();
+        let a = crate::ir::print(&generate(&cfg));
+        assert_eq!(a, crate::ir::print(&generate(&cfg)));
+        let other = GenConfig::with_ops(4, 4, 500, 32).unwrap();
+        assert_ne!(a, crate::ir::print(&generate(&other)));
+    }
+
+    /// 200k instructions per core is within reach (the operand draw is not a
+    /// scan of every tensor: a quadratic generator would take minutes here).
+    #[test]
+    fn two_hundred_thousand_instructions_on_one_core() {
+        let m = generate(&GenConfig::with_ops(1, 1, 200_000, 64).unwrap());
+        assert_eq!(m.functions[0].insts.len(), 200_000);
     }
 }
