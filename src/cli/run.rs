@@ -206,9 +206,10 @@ pub fn run(a: RunArgs) -> Result<ExitCode, CliError> {
     if a.json {
         println!("{json}");
     }
+    let n = report.failures().len();
     Err(CliError::CheckFailed(format!(
-        "{}, listed {}",
-        report.verdict(),
-        if a.json { "in the report" } else { "above" }
+        "{n} failure(s), listed {}: {}",
+        if a.json { "in the report" } else { "above" },
+        report.verdict()
     )))
 }
