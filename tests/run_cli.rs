@@ -20,8 +20,141 @@ fn run_prints_the_seed_first_and_a_passing_report() {
     let s = stdout(&o);
     assert!(s.starts_with("seed 0\n"), "{s}");
     assert!(s.contains("pass  [5] simulated outputs equal the interpreter's"), "{s}");
-    assert!(s.contains("result   PASS"), "{s}");
-    assert_eq!(s, stdout(&lncsim(&["run"])), "same seed, same bytes");
+    assert!(s.contains("result   PASS (10 checks)"), "{s}");
+    // The replay command comes second, before any work; each stage and check carries its time.
+    assert_eq!(s.lines().nth(1), Some("replay:  lncsim run --seed 0 --cores 4 --size small"), "{s}");
+    assert!(s.lines().filter(|l| l.starts_with("  ok") || l.starts_with("  pass")).all(|l| l.ends_with(" ms)")), "{s}");
+    // --no-times: byte-for-byte deterministic, and otherwise the same lines.
+    let a = stdout(&lncsim(&["run", "--no-times"]));
+    assert_eq!(a, stdout(&lncsim(&["run", "--no-times"])), "same seed, same bytes");
+    assert!(!a.contains(" ms)"), "{a}");
+    let strip = |t: &str| -> Vec<String> {
+        t.lines()
+            .map(|l| l.rsplit_once("  (").filter(|(_, r)| r.ends_with(" ms)")).map_or(l, |(x, _)| x).to_owned())
+            .collect()
+    };
+    assert_eq!(strip(&s), strip(&a));
+}
+
+/// The seed and the replay command are printed before any work, so a run
+/// killed while it works still told how to replay it.
+#[test]
+fn a_killed_run_has_already_printed_its_seed_and_replay_command() {
+    use std::io::BufRead;
+    let mut child = common::lncsim()
+        .args(["run", "--seed", "9", "--cores", "8", "--ops", "200000"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let (mut first, mut second) = (String::new(), String::new());
+    out.read_line(&mut first).unwrap();
+    out.read_line(&mut second).unwrap();
+    child.kill().unwrap();
+    let _ = child.wait();
+    assert_eq!(first, "seed 9\n");
+    assert_eq!(second, "replay:  lncsim run --seed 9 --cores 8 --ops 200000 --elems 64\n");
+}
+
+#[test]
+fn json_stages_carry_millis_unless_no_times() {
+    let v: serde_json::Value = serde_json::from_slice(&lncsim(&["run", "--json"]).stdout).unwrap();
+    assert!(v["stages"].as_array().unwrap().iter().all(|s| s["millis"].as_f64().is_some()), "{v}");
+    assert!(v["checks"].as_array().unwrap().iter().all(|s| s["millis"].as_f64().is_some()), "{v}");
+    assert_eq!(v["result"], "PASS (10 checks)");
+    let a = lncsim(&["run", "--json", "--no-times"]).stdout;
+    let v: serde_json::Value = serde_json::from_slice(&a).unwrap();
+    assert!(v["stages"].as_array().unwrap().iter().all(|s| s.get("millis").is_none()), "{v}");
+    assert_eq!(a, lncsim(&["run", "--json", "--no-times"]).stdout, "deterministic without times");
+}
+
+#[test]
+fn a_generated_program_of_n_instructions_per_core_runs_and_replays() {
+    let o = lncsim(&["run", "--seed", "2", "--cores", "4", "--ops", "300", "--elems", "16", "--no-times"]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    let s = stdout(&o);
+    assert!(s.contains("(4 cores, 1200 instructions)"), "{s}");
+    assert!(s.contains("replay:  lncsim run --seed 2 --cores 4 --ops 300 --elems 16"), "{s}");
+    let g = stdout(&lncsim(&["gen", "--seed", "2", "--cores", "4", "--ops", "300", "--elems", "16"]));
+    assert!(g.starts_with("module gen_s2_c4 lnc 4"), "{g}");
+    assert_eq!(g, stdout(&lncsim(&["gen", "--seed", "2", "--cores", "4", "--ops", "300", "--elems", "16"])));
+}
+
+#[test]
+fn sizes_past_the_generator_limits_are_refused_in_one_line() {
+    // 8 x 600k is past the total limit: a typed refusal naming it, exit 1, before any work.
+    for cmd in [&["gen", "--cores", "8", "--ops", "600000"][..], &["run", "--cores", "8", "--ops", "600000"]] {
+        let o = lncsim(cmd);
+        assert_eq!(o.status.code(), Some(1), "{cmd:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("more than the limit of 4000000"), "{err}");
+        assert!(o.stdout.is_empty(), "{cmd:?}: nothing printed before the refusal");
+    }
+    // Past the per-core limit, or --elems without --ops: usage errors (exit 2).
+    assert_eq!(lncsim(&["gen", "--ops", "2000001"]).status.code(), Some(2));
+    assert_eq!(lncsim(&["gen", "--elems", "4"]).status.code(), Some(2));
+    assert_eq!(lncsim(&["gen", "--ops", "10", "--size", "large"]).status.code(), Some(2));
+    assert_eq!(lncsim(&["gen", "--ops", "10", "--elems", "0"]).status.code(), Some(1));
+}
+
+#[test]
+fn the_result_line_counts_the_failed_checks() {
+    let o = lncsim(&["run", "--seed", "3", "--plant", "unsynced-shared", "--no-times"]);
+    let s = stdout(&o);
+    let line = s.lines().find(|l| l.starts_with("result   ")).unwrap();
+    let failed = s.lines().filter(|l| l.starts_with("  FAIL  [")).count();
+    assert_eq!(line, format!("result   FAIL ({failed} of 10 checks failed)"), "{s}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&format!("FAIL ({failed} of 10 checks failed)")), "{err}");
+}
+
+/// `neff pack --level`: level 0 stores, level 9 is smallest; each loads and runs.
+#[test]
+fn neff_pack_takes_a_deflate_level() {
+    let dir = std::env::temp_dir().join(format!("lncsim-level-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bir = dir.join("p.bir");
+    std::fs::write(&bir, stdout(&lncsim(&["gen", "--seed", "4", "--cores", "2", "--size", "medium"]))).unwrap();
+    let mut sizes = Vec::new();
+    for level in ["0", "2", "9"] {
+        let neff = dir.join(format!("p{level}.neff"));
+        let o = lncsim(&["neff", "pack", bir.to_str().unwrap(), "-o", neff.to_str().unwrap(), "--level", level]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(stdout(&o).contains(&format!("gzip level {level}")), "{}", stdout(&o));
+        sizes.push(std::fs::metadata(&neff).unwrap().len());
+        let o = lncsim(&["run", neff.to_str().unwrap(), "--seed", "4"]);
+        assert!(o.status.success(), "level {level}: {}", stdout(&o));
+    }
+    assert!(sizes[0] > sizes[1] && sizes[1] >= sizes[2], "{sizes:?}");
+    let o = lncsim(&["neff", "pack", bir.to_str().unwrap(), "-o", "/dev/null", "--level", "10"]);
+    assert_eq!(o.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `bench flow` at tiny sizes: the figures, the growth table and the targets, in one run.
+#[test]
+fn bench_flow_prints_stages_growth_and_targets() {
+    let o = lncsim(&["bench", "flow", "--sizes", "20,200", "--cores", "2", "--reps", "3"]);
+    let s = stdout(&o);
+    assert!(o.status.success(), "{s}{}", String::from_utf8_lossy(&o.stderr));
+    for needle in [
+        "size 20 x 2 cores:",
+        "size 200 x 2 cores:",
+        "400 instructions, end to end",
+        "growth per 10x",
+        "20 -> 200 instructions per core:",
+        "split + allocate",
+        "check: IR checker",
+        "end to end",
+        "(target <= 120 s): PASS",
+        "(target <= 8192 MiB): PASS",
+        "result PASS",
+    ] {
+        assert!(s.contains(needle), "no `{needle}` in:\n{s}");
+    }
+    assert_eq!(lncsim(&["bench", "flow", "--sizes", "200,20"]).status.code(), Some(1), "sizes must ascend");
+    assert_eq!(lncsim(&["bench", "flow", "--sizes", "300000"]).status.code(), Some(2), "bounded sizes");
 }
 
 #[test]
@@ -107,7 +240,8 @@ fn a_bug_that_cannot_be_planted_is_not_applicable_exit_3_without_a_replay() {
     std::fs::write(&one, stdout(&lncsim(&["gen", "--seed", "1", "--cores", "1"]))).unwrap();
     let o = lncsim(&["run", one.to_str().unwrap(), "--plant", "unsynced-shared"]);
     assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
-    assert!(!stdout(&o).contains("replay:"), "{}", stdout(&o));
+    // The replay line printed before work is the only one: no closing replay for a run that checked nothing.
+    assert_eq!(stdout(&o).matches("replay:").count(), 1, "{}", stdout(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("lncsim: error: plant: cannot plant here") && err.contains("nothing was checked"), "{err}");

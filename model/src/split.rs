@@ -16,6 +16,9 @@
 //! core numbers its own barrier slot IDs from 0, flagged for renumbering, as
 //! seed 000 §7 says each core does.
 //!
+//! Cost: O(C·(N + L)·log N) for C cores, N instructions and L locations
+//! (each core's module walks the program once; lookups are ordered maps).
+//!
 //! Choices (documented, tested): a program output may not be read on another
 //! core (outputs are written once and read by the host); an unbound
 //! instruction is on core 0 only when `lnc_size == 1`.
@@ -127,7 +130,8 @@ pub fn split(program: &Module) -> Result<Vec<Module>, SplitError> {
             }
         }
     }
-    let analysis = Analysis { cores, owner, consumers, dependents };
+    let names = program.memlocs.iter().map(|l| l.name.as_str()).collect();
+    let analysis = Analysis { cores, owner, consumers, dependents, names };
     (0..lnc).map(|c| CoreSplit::new(program, func, &analysis, c).build()).collect()
 }
 
@@ -150,7 +154,7 @@ fn owners(program: &Module, func: &Function, cores: &[u32]) -> Result<BTreeMap<M
 }
 
 /// What the whole program says about cores, shared by every core's split.
-struct Analysis {
+struct Analysis<'p> {
     /// The core of every instruction.
     cores: Vec<u32>,
     /// The owning core and writing instruction of every written location.
@@ -159,13 +163,15 @@ struct Analysis {
     consumers: BTreeMap<MemLocId, BTreeSet<u32>>,
     /// The cores that depend on each instruction from another core.
     dependents: BTreeMap<InstId, BTreeSet<u32>>,
+    /// Every program location's name (a view's name must not be one of them).
+    names: BTreeSet<&'p str>,
 }
 
 /// The state of building one core's module.
 struct CoreSplit<'a> {
     program: &'a Module,
     func: &'a Function,
-    a: &'a Analysis,
+    a: &'a Analysis<'a>,
     core: u32,
     /// Program location -> this core's location.
     locs: BTreeMap<MemLocId, MemLocId>,
@@ -173,7 +179,7 @@ struct CoreSplit<'a> {
 }
 
 impl<'a> CoreSplit<'a> {
-    fn new(program: &'a Module, func: &'a Function, a: &'a Analysis, core: u32) -> Self {
+    fn new(program: &'a Module, func: &'a Function, a: &'a Analysis<'a>, core: u32) -> Self {
         let m = Module {
             name: program.name.clone(),
             attrs: ModuleAttrs { lnc_size: program.attrs.lnc_size, neuron_core_id: Some(core) },
@@ -308,7 +314,7 @@ impl<'a> CoreSplit<'a> {
                 (Some(_), Some(&(w, _))) if w == self.core => loc.usage = Usage::Shared,
                 (Some(cons), Some(&(w, _))) if cons.contains(&self.core) => {
                     loc.name = view_name(&l.name, self.core);
-                    if self.program.loc_by_name(&loc.name).is_some() {
+                    if self.a.names.contains(loc.name.as_str()) {
                         return Err(SplitError::NameCollision(loc.name));
                     }
                     loc.usage = Usage::Shared;

@@ -6,7 +6,7 @@
 use lncsim_model::program::{GenConfig, SizeClass};
 use lncsim_sim::flow::shrink::shrink;
 use lncsim_sim::flow::swarm::{Shard, SwarmConfig, swarm};
-use lncsim_sim::flow::{PlantedBug, RunConfig, Source, run};
+use lncsim_sim::flow::{CheckResult, PlantedBug, Progress, RunConfig, Source, run, run_observed};
 use proptest::prelude::*;
 use std::sync::atomic::AtomicBool;
 
@@ -29,6 +29,84 @@ proptest! {
         prop_assert!(r.passed(), "{}", r);
         prop_assert!(r.checks.iter().any(|c| c.name == "simulated outputs equal the interpreter's"), "{}", r);
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// `gen --ops N` programs (N per core) are race-free and interpreter-correct
+    /// at small N, and their replay command names `--ops`.
+    #[test]
+    fn per_core_sized_programs_pass_every_check(
+        seed in any::<u64>(),
+        cores in 1u32..=8,
+        ops in 2u32..=300,
+        elems_bits in 0u32..8,
+    ) {
+        let g = GenConfig::with_ops(seed, cores, ops, 1 << elems_bits).unwrap();
+        let cfg = RunConfig { source: Source::Generated(g, None), ..RunConfig::generated(seed, cores, SizeClass::Small) };
+        let r = run(&cfg);
+        prop_assert!(r.passed(), "{}", r);
+        prop_assert_eq!(r.instructions as u64, u64::from(ops) * u64::from(cores));
+        let want = format!("lncsim run --seed {seed} --cores {cores} --ops {ops} --elems {}", 1u64 << elems_bits);
+        prop_assert_eq!(r.replay.as_deref(), Some(want.as_str()));
+    }
+}
+
+/// One generated program of 10,000 instructions (2 cores x 5,000) through
+/// every check of the flow.
+#[test]
+fn a_ten_thousand_instruction_program_passes_every_check() {
+    let g = GenConfig::with_ops(7, 2, 5_000, 64).unwrap();
+    let cfg = RunConfig { source: Source::Generated(g, None), ..RunConfig::generated(7, 2, SizeClass::Small) };
+    let r = run(&cfg);
+    assert!(r.passed(), "{r}");
+    assert_eq!(r.instructions, 10_000);
+    assert!(r.checks.iter().any(|c| c.name == "simulated outputs equal the interpreter's"));
+}
+
+/// Each stage and check is reported as it finishes, in the report's order,
+/// with its time; the untimed JSON has no times, the timed one has them all.
+#[test]
+fn a_run_reports_each_stage_and_check_as_it_finishes() {
+    let cfg = RunConfig::generated(3, 4, SizeClass::Small);
+    let mut seen: Vec<(bool, String)> = Vec::new();
+    let r = run_observed(&cfg, &mut |p| match p {
+        Progress::Stage(s) => seen.push((true, s.name.to_string())),
+        Progress::Check(c) => seen.push((false, c.name.to_string())),
+        Progress::Fault(_) => {}
+    });
+    assert!(r.passed(), "{r}");
+    let stages: Vec<&str> = seen.iter().filter(|(s, _)| *s).map(|(_, n)| n.as_str()).collect();
+    let checks: Vec<&str> = seen.iter().filter(|(s, _)| !*s).map(|(_, n)| n.as_str()).collect();
+    assert_eq!(stages, r.stages.iter().map(|s| s.name).collect::<Vec<_>>());
+    assert_eq!(checks, r.checks.iter().map(|c| c.name).collect::<Vec<_>>());
+    // The IR checker runs between `split + allocate` and `link`, and is reported there.
+    let at = |n: &str| seen.iter().position(|(_, x)| x.starts_with(n)).unwrap();
+    assert!(at("split + allocate") < at("IR checker") && at("IR checker") < at("link"));
+    let untimed = r.to_json();
+    assert!(untimed["stages"].as_array().unwrap().iter().all(|s| s.get("millis").is_none()));
+    let timed = r.to_json_timed();
+    assert!(timed["stages"].as_array().unwrap().iter().all(|s| s["millis"].as_f64().is_some()));
+    assert!(timed["checks"].as_array().unwrap().iter().all(|c| c["millis"].as_f64().is_some()));
+    assert!(r.stages.iter().map(|s| s.micros).sum::<u64>() > 0, "stages are timed");
+    assert!(r.stages[0].line(true).ends_with(" ms)") && !r.stages[0].line(false).contains(" ms)"));
+    assert_eq!(r.verdict(), format!("PASS ({} checks)", r.checks.len()));
+}
+
+/// The result line counts the failed checks, and names a failed stage.
+#[test]
+fn the_verdict_counts_failures() {
+    let mut cfg = RunConfig::generated(3, 4, SizeClass::Small);
+    cfg.plant = Some(PlantedBug::UnsyncedShared);
+    let r = run(&cfg);
+    let failed = r.checks.iter().filter(|c| matches!(c.result, CheckResult::Fail(_))).count();
+    assert!(failed >= 1);
+    assert_eq!(r.verdict(), format!("FAIL ({failed} of {} checks failed)", r.checks.len()));
+    let mut cfg = RunConfig::generated(0, 1, SizeClass::Small);
+    cfg.plant = Some(PlantedBug::DuplicateBarrierId);
+    let r = run(&cfg);
+    assert!(r.verdict().starts_with("FAIL (stage plant failed; 0 of "), "{}", r.verdict());
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use super::{CliError, bench_alloc, bench_link, bench_load, bench_neff, bench_sim};
+use super::{CliError, bench_alloc, bench_flow, bench_link, bench_load, bench_neff, bench_sim};
 
 /// The benchmarks.
 #[derive(Debug, Subcommand)]
@@ -23,6 +23,9 @@ pub enum BenchCommand {
     /// The simulator: simulated instructions/s and events/s on a generated
     /// workload, and the overhead against a bare event loop of the same events.
     Sim(bench_sim::BenchSimArgs),
+    /// The whole flow of `lncsim run`, every check on, at 1k, 10k and 100k
+    /// instructions per core on 8 cores: per-stage time, peak RSS and growth.
+    Flow(bench_flow::BenchFlowArgs),
 }
 
 /// Runs one benchmark.
@@ -33,5 +36,6 @@ pub fn run(c: BenchCommand) -> Result<ExitCode, CliError> {
         BenchCommand::Neff(a) => bench_neff::run(a),
         BenchCommand::Load(a) => bench_load::run(a),
         BenchCommand::Sim(a) => bench_sim::run(&a),
+        BenchCommand::Flow(a) => bench_flow::run(&a),
     }
 }

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 mod alloc;
 mod bench;
 mod bench_alloc;
+mod bench_flow;
 mod bench_link;
 mod bench_load;
 mod bench_neff;
@@ -228,6 +229,9 @@ mod tests {
         Cli::command().debug_assert();
         let lines = [
             "gen --seed 0x10 --cores 3 --size medium",
+            "gen --seed 1 --cores 8 --ops 1000 --elems 16",
+            "run --cores 8 --ops 100 --elems 0x10 --no-times",
+            "bench flow --sizes 10,100 --cores 2 --reps 3 --seed 2 --elems 8",
             "fmt x --verify",
             "interp x --seed 5 --json",
             "split x --cores 2",
@@ -236,6 +240,7 @@ mod tests {
             "link --modules a b",
             "alloc x --align 1 --order size --capacity 0x100 --out o --svg s --json",
             "neff pack x -o y --cores 2 --seed 3 --uncompressed --allreduce-buffer-size -1",
+            "neff pack x -o y --level 9",
             "neff inspect x --json --verify-hash",
             "neff unpack x d --verify-hash",
             "load x --cores 4 --fail-alloc 2 --json",

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 use lncsim_model::dram::check_modules;
 use lncsim_model::link::check_link;
+use lncsim_model::neff::pack::DEFAULT_LEVEL;
 use lncsim_model::neff::{Compression, PackOptions, pack};
 use lncsim_model::pipeline::{PipelineOptions, compile};
 
@@ -26,6 +27,10 @@ pub struct PackArgs {
     /// Write a plain (uncompressed) ustar payload, as `neuron-packager optimize` does.
     #[arg(long)]
     pub uncompressed: bool,
+    /// The gzip (deflate) level: 0 (stored) to 9 (smallest, slowest); the default is chosen for speed.
+    #[arg(long, default_value_t = DEFAULT_LEVEL, value_parser = clap::value_parser!(u32).range(0..=9),
+          conflicts_with = "uncompressed")]
+    pub level: u32,
     /// CC-buffer region per core in MiB; -1 (the default) sizes it from the collective operands.
     #[arg(long, default_value_t = -1, allow_negative_numbers = true,
           value_parser = clap::value_parser!(i64).range(-1..=(1 << 24)))]
@@ -56,14 +61,16 @@ pub fn run(a: PackArgs) -> Result<ExitCode, CliError> {
         return Err(CliError::CheckFailed(format!("link checker: {v} ({} violations)", link.len())));
     }
     let compression = if a.uncompressed { Compression::None } else { Compression::Gzip };
-    let bytes = pack(&compiled.linked, &PackOptions { seed: a.seed, compression }).map_err(|e| bad(e.to_string()))?;
+    let bytes = pack(&compiled.linked, &PackOptions { seed: a.seed, compression, level: a.level })
+        .map_err(|e| bad(e.to_string()))?;
     let summary = format!(
-        "{}: {} bytes, {} subgraphs, lnc_size {}, seed {}",
+        "{}: {} bytes, {} subgraphs, lnc_size {}, seed {}, {}",
         a.output.display(),
         bytes.len(),
         compiled.per_core.len(),
         compiled.linked.attrs.lnc_size,
-        a.seed
+        a.seed,
+        if a.uncompressed { "uncompressed".to_string() } else { format!("gzip level {}", a.level) }
     );
     if is_stdio(&a.output) {
         use std::io::Write;

@@ -1,8 +1,12 @@
 //! `lncsim run`: the whole flow on one program (or NEFF) with every check.
 //!
-//! Prints the seed first, then one line per stage, the simulator's figures
-//! and every check with the invariants it guards; exits 1 on any failure and
-//! prints the one command that replays the run. See `lncsim_sim::flow`.
+//! Prints the seed and the command that replays the run first (before any
+//! work, so a killed run still told how to replay it), then one line per
+//! stage and per check as each finishes, with its wall time, then the
+//! simulator's figures and the result line counting the failures; exits 1 on
+//! any failure and prints the replay command again. Times are wall-clock and
+//! only printed: `--no-times` leaves them out (and `millis` out of `--json`),
+//! so the output is byte-for-byte deterministic. See `lncsim_sim::flow`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,10 +15,10 @@ use clap::Args;
 use lncsim_model::ir;
 use lncsim_model::neff::NeffHeader;
 use lncsim_sim::flow::shrink::shrink;
-use lncsim_sim::flow::{DEFAULT_EVENTS_MAX, LoadFault, PlantedBug, RunConfig, Source, run as run_flow};
+use lncsim_sim::flow::{DEFAULT_EVENTS_MAX, LoadFault, PlantedBug, Progress, RunConfig, Source, run_observed};
 
 use super::files::{check_output, write_with};
-use super::gen_cmd::Size;
+use super::gen_cmd::{DEFAULT_OPS_ELEMS, Size, gen_config};
 use super::{CliError, parse_u64, read_bytes, shown, utf8_text};
 
 /// Arguments of `lncsim run`.
@@ -30,8 +34,18 @@ pub struct RunArgs {
           allow_negative_numbers = true, conflicts_with = "file")]
     pub cores: u32,
     /// Size of the generated program (not with FILE).
-    #[arg(long, value_enum, default_value_t = Size::Small, conflicts_with = "file")]
+    #[arg(long, value_enum, default_value_t = Size::Small, conflicts_with_all = ["file", "ops"])]
     pub size: Size,
+    /// Generate N instructions per core instead of a size class (as `lncsim gen --ops N`; not with FILE).
+    #[arg(long, value_name = "N", conflicts_with = "file",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(lncsim_model::program::MAX_OPS_PER_CORE)))]
+    pub ops: Option<u32>,
+    /// With --ops: the largest tensor, in elements (1 to 1048576).
+    #[arg(long, default_value_t = DEFAULT_OPS_ELEMS, value_parser = parse_u64, requires = "ops")]
+    pub elems: u64,
+    /// Leave the wall times out of the report (text and --json), so it is deterministic.
+    #[arg(long)]
+    pub no_times: bool,
     /// Seeded latency jitter, to explore other schedules.
     #[arg(long)]
     pub jitter: bool,
@@ -86,6 +100,9 @@ fn faults(words: &[String], cfg: &mut RunConfig) -> Result<(), CliError> {
 /// The run's config from the arguments.
 fn config(a: &RunArgs) -> Result<RunConfig, CliError> {
     let mut cfg = RunConfig::generated(a.seed, a.cores, a.size.into());
+    if a.ops.is_some() {
+        cfg.source = Source::Generated(gen_config(a.seed, a.cores, a.size, a.ops, a.elems)?, None);
+    }
     if let Some(path) = &a.file {
         let bytes = read_bytes(path)?;
         let name = shown(path);
@@ -120,13 +137,21 @@ pub fn run(a: RunArgs) -> Result<ExitCode, CliError> {
         check_output("--trace", path)?;
     }
     let cfg = config(&a)?;
-    let mut report = run_flow(&cfg);
-    let failures = report.failures();
-    let not_applicable = failures.len() == 1 && failures[0].starts_with("plant: cannot plant here");
-    if not_applicable {
-        // Nothing was checked with the bug in: there is nothing to replay.
-        report.replay = None;
+    let times = !a.no_times;
+    if !a.json {
+        println!("seed {}", cfg.seed);
+        println!("replay:  {}", cfg.replay().as_deref().unwrap_or("(no flags reproduce this config)"));
     }
+    let report = run_observed(&cfg, &mut |p| {
+        if !a.json {
+            match p {
+                Progress::Stage(s) => println!("{}", s.line(times)),
+                Progress::Check(c) => println!("{}", c.line(times)),
+                Progress::Fault(l) => println!("fault    {l}"),
+            }
+        }
+    });
+    let not_applicable = report.not_applicable();
     let trace = report.sim.as_ref().and_then(|s| s.trace.as_ref());
     if let (Some(path), Some(trace)) = (&a.trace, trace) {
         write_with(path, |w| trace.write_chrome(w))?;
@@ -135,13 +160,16 @@ pub fn run(a: RunArgs) -> Result<ExitCode, CliError> {
         Some(_) => p.display().to_string(),
         None => format!("{} not written: the simulation did not run", p.display()),
     });
-    let mut json = report.to_json();
+    let mut json = if times { report.to_json_timed() } else { report.to_json() };
     if a.json {
         if let Some(t) = &trace_line {
             json["trace"] = t.as_str().into();
         }
     } else {
-        print!("{report}");
+        let mut text = String::new();
+        // Writing into a String cannot fail.
+        let _ = report.summary(&mut text);
+        print!("{text}");
         if let Some(t) = &trace_line {
             println!("trace    {t}");
         }
@@ -157,7 +185,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode, CliError> {
         if a.json {
             println!("{json}");
         }
-        return Err(CliError::NotApplicable(format!("{}; nothing was checked", failures[0])));
+        return Err(CliError::NotApplicable(format!("{}; nothing was checked", report.failures().join("; "))));
     }
     if a.shrink {
         if !a.json {
@@ -186,5 +214,9 @@ pub fn run(a: RunArgs) -> Result<ExitCode, CliError> {
         println!("{json}");
     }
     let n = report.failures().len();
-    Err(CliError::CheckFailed(format!("{n} failure(s), listed {}", if a.json { "in the report" } else { "above" })))
+    Err(CliError::CheckFailed(format!(
+        "{n} failure(s), listed {}: {}",
+        if a.json { "in the report" } else { "above" },
+        report.verdict()
+    )))
 }

@@ -5,7 +5,7 @@ pub mod generate;
 pub mod interleave;
 pub mod interp;
 
-pub use generate::{GenConfig, SizeClass, generate};
+pub use generate::{GenConfig, GenError, MAX_OPS_ELEMS, MAX_OPS_PER_CORE, MAX_OPS_TOTAL, SizeClass, generate};
 pub use interp::{
     InterpError, Values, check_size, digest, interpret, seeded_input, seeded_inputs, seeded_inputs_checked,
 };

@@ -36,7 +36,8 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 pub use plant::PlantedBug;
-pub use report::{Check, CheckResult, RunReport, Stage};
+use report::Rec;
+pub use report::{Check, CheckResult, Progress, RunReport, Stage};
 
 use crate::device::{Fault, FaultPlan as DeviceFaults, SimDevice};
 use crate::tnc::{LoaderSpec, TncScenario};
@@ -133,6 +134,12 @@ impl RunConfig {
             Source::Generated(g, Some(size)) if *g == GenConfig::new(g.seed, g.cores, *size) && g.seed == self.seed => {
                 format!("lncsim run --seed {} --cores {} --size {}", self.seed, g.cores, size_name(*size))
             }
+            Source::Generated(g, None) if g.seed == self.seed => match g.ops_per_core() {
+                Some(n) => {
+                    format!("lncsim run --seed {} --cores {} --ops {n} --elems {}", self.seed, g.cores, g.max_elems)
+                }
+                None => return None,
+            },
             Source::Generated(..) => return None,
             Source::Program { path, .. } | Source::Neff { path, .. } => {
                 format!("lncsim run {} --seed {}", shell_word(path), self.seed)
@@ -190,17 +197,23 @@ pub fn size_name(s: SizeClass) -> &'static str {
 
 /// Runs the whole flow for `cfg` and checks every invariant.
 pub fn run(cfg: &RunConfig) -> RunReport {
-    let mut r = RunReport::new(cfg.seed, cfg.replay());
+    run_observed(cfg, &mut |_| {})
+}
+
+/// [`run`], telling `on` about each stage and check (with its wall time) as
+/// soon as it finishes, so a caller can print a run as it goes.
+pub fn run_observed(cfg: &RunConfig, on: &mut dyn FnMut(Progress<'_>)) -> RunReport {
+    let mut r = Rec::new(RunReport::new(cfg.seed, cfg.replay()), on);
     match &cfg.source {
         Source::Neff { bytes, .. } => execute_neff(cfg, bytes, None, None, &mut r),
         Source::Generated(g, _) => run_program(cfg, &generate(g), &mut r),
         Source::Program { module, .. } => run_program(cfg, module, &mut r),
     }
     tnc(cfg, &mut r);
-    r
+    r.report
 }
 
-fn run_program(cfg: &RunConfig, program: &Module, r: &mut RunReport) {
+fn run_program(cfg: &RunConfig, program: &Module, r: &mut Rec<'_>) {
     r.program = program.name.clone();
     r.cores = program.attrs.lnc_size;
     r.instructions = program.functions.iter().map(|f| f.insts.len()).sum();
@@ -288,7 +301,7 @@ fn run_program(cfg: &RunConfig, program: &Module, r: &mut RunReport) {
 }
 
 /// Records a plant; false (and a failed stage) when the program offers no place for it.
-fn plant(r: &mut RunReport, outcome: Result<String, String>) -> bool {
+fn plant(r: &mut Rec<'_>, outcome: Result<String, String>) -> bool {
     let ok = outcome.is_ok();
     r.stage("plant", outcome.map_err(|e| format!("cannot plant here: {e}")));
     ok
@@ -319,7 +332,7 @@ fn load(rt: &Runtime<SimDevice>, bytes: &[u8], seed: u64) -> Result<lncsim_model
         .map_err(|e| e.to_string())
 }
 
-fn execute_neff(cfg: &RunConfig, bytes: &[u8], golden: Option<&Values>, inputs: Option<Values>, r: &mut RunReport) {
+fn execute_neff(cfg: &RunConfig, bytes: &[u8], golden: Option<&Values>, inputs: Option<Values>, r: &mut Rec<'_>) {
     let header = match NeffHeader::parse(bytes) {
         Ok(h) => h,
         Err(e) => return r.stage("load", Err(e.to_string())),
@@ -442,15 +455,15 @@ fn sim_faults(cfg: &RunConfig, per_core: &[u64], dma_records: u64) -> FaultPlan 
 
 /// The faults the run asked of the simulator: each one that fired, and a
 /// "not exercised" verdict for each kind that was requested and never fired.
-fn fired_faults(cfg: &RunConfig, plan: &FaultPlan, s: &crate::SimReport, r: &mut RunReport) {
+fn fired_faults(cfg: &RunConfig, plan: &FaultPlan, s: &crate::SimReport, r: &mut Rec<'_>) {
     if !cfg.faults.stall && !cfg.faults.dma_spikes {
         return;
     }
     for f in &s.faults_fired {
-        r.faults.push(f.to_string());
+        r.fault(f.to_string());
     }
     if s.faults_fired_total > s.faults_fired.len() as u64 {
-        r.faults.push(format!("... {} fired in all", s.faults_fired_total));
+        r.fault(format!("... {} fired in all", s.faults_fired_total));
     }
     let stalls = s.faults_fired.iter().filter(|f| matches!(f, FiredSimFault::Stall { .. })).count();
     let spikes = s.faults_fired.iter().filter(|f| matches!(f, FiredSimFault::DmaSpike { .. })).count();
@@ -471,14 +484,14 @@ fn fired_faults(cfg: &RunConfig, plan: &FaultPlan, s: &crate::SimReport, r: &mut
     if missing.is_empty() {
         r.check(name, &[5], Ok(()));
     } else {
-        missing.iter().for_each(|m| r.faults.push(format!("not fired: {m}")));
+        missing.iter().for_each(|m| r.fault(format!("not fired: {m}")));
         r.not_exercised(name, &[5], missing.join("; "));
     }
 }
 
 /// A load with an injected device fault must fail with a typed error and leave
 /// no allocation, no registered model and no vnc claim behind (invariant 6).
-fn faulty_load(bytes: &[u8], lnc: u32, fault: LoadFault, seed: u64, r: &mut RunReport) {
+fn faulty_load(bytes: &[u8], lnc: u32, fault: LoadFault, seed: u64, r: &mut Rec<'_>) {
     let dev = device(lnc);
     dev.set_fault_plan(DeviceFaults {
         faults: vec![match fault {
@@ -501,7 +514,7 @@ fn faulty_load(bytes: &[u8], lnc: u32, fault: LoadFault, seed: u64, r: &mut RunR
             "{asked} never fired: the load made {} mem_alloc and {} copy_in calls",
             counts.mem_alloc, counts.copy_in
         );
-        r.faults.push(format!("not fired: {why}"));
+        r.fault(format!("not fired: {why}"));
         match outcome {
             // The load never met its fault: that it unloaded clean says nothing about rollback.
             Ok(_) => r.not_exercised(name, &[6], why),
@@ -510,13 +523,13 @@ fn faulty_load(bytes: &[u8], lnc: u32, fault: LoadFault, seed: u64, r: &mut RunR
     } else {
         lncsim_model::marks::hit("flow.fault.load_fired");
         for f in &fired {
-            r.faults.push(format!("{asked} fired: {:?} #{} for tpb {}", f.kind, f.op_index, f.tpb));
+            r.fault(format!("{asked} fired: {:?} #{} for tpb {}", f.kind, f.op_index, f.tpb));
         }
         r.check(name, &[6], outcome.map(|_| ()));
     }
 }
 
-fn runtime_checks(s: &crate::SimReport, r: &mut RunReport) {
+fn runtime_checks(s: &crate::SimReport, r: &mut Rec<'_>) {
     let kinds = |ks: &[&str]| -> Result<(), String> {
         let v: Vec<String> = s.violations.iter().filter(|v| ks.contains(&v.kind())).map(|v| v.to_string()).collect();
         list(&v)
@@ -537,7 +550,7 @@ fn runtime_checks(s: &crate::SimReport, r: &mut RunReport) {
 }
 
 /// The TNC cache under seeded interleavings of concurrent loaders (invariant 4).
-fn tnc(cfg: &RunConfig, r: &mut RunReport) {
+fn tnc(cfg: &RunConfig, r: &mut Rec<'_>) {
     let planted = cfg.plant == Some(PlantedBug::TncNoWake);
     if cfg.faults.loaders == 0 && !planted {
         return;

@@ -1,7 +1,14 @@
 //! A run's report: stages, checks with the invariants they guard, the
 //! simulator's figures, and the command that replays the run.
+//!
+//! Each stage and check carries its wall time (`micros`, the time since the
+//! previous stage or check finished). Times are only printed: the trace hash,
+//! [`RunReport::to_json`] and the [`fmt::Display`] text leave them out, so
+//! those stay deterministic; [`RunReport::to_json_timed`] and the lines of
+//! [`Stage::line`] / [`Check::line`] with `times` carry them.
 
 use std::fmt;
+use std::time::Instant;
 
 use serde_json::{Value, json};
 
@@ -14,6 +21,119 @@ pub struct Stage {
     pub name: &'static str,
     /// What it did, or why it failed.
     pub outcome: Result<String, String>,
+    /// Wall time in microseconds since the previous stage or check finished (0 when not timed).
+    pub micros: u64,
+}
+
+/// ` (12.3 ms)`: a time suffix, or nothing without `times`.
+fn time_suffix(micros: u64, times: bool) -> String {
+    if times { format!("  ({:.1} ms)", micros as f64 / 1e3) } else { String::new() }
+}
+
+impl Stage {
+    /// The stage's report line (`  ok    name  detail`), with its time when `times`.
+    pub fn line(&self, times: bool) -> String {
+        let t = time_suffix(self.micros, times);
+        match &self.outcome {
+            Ok(d) => format!("  ok    {:<16} {d}{t}", self.name),
+            Err(e) => format!("  FAIL  {:<16} {e}{t}", self.name),
+        }
+    }
+}
+
+impl Check {
+    /// The check's report line (`  pass  [1,3] name`), with its time when `times`.
+    pub fn line(&self, times: bool) -> String {
+        let inv: Vec<String> = self.invariants.iter().map(u8::to_string).collect();
+        let t = time_suffix(self.micros, times);
+        match &self.result {
+            CheckResult::Pass => format!("  pass  [{}] {}{t}", inv.join(","), self.name),
+            CheckResult::Fail(e) => format!("  FAIL  [{}] {}: {e}{t}", inv.join(","), self.name),
+            CheckResult::NotExercised(e) => format!("  n/a   [{}] {}: not exercised: {e}{t}", inv.join(","), self.name),
+        }
+    }
+}
+
+/// A stage or check that just finished, as a run reports it while it goes.
+#[derive(Clone, Copy, Debug)]
+pub enum Progress<'a> {
+    /// A stage finished.
+    Stage(&'a Stage),
+    /// A check finished.
+    Check(&'a Check),
+    /// A requested fault fired, or is known not to have (`not fired: ...`).
+    Fault(&'a str),
+}
+
+/// A report being filled by a run: times each stage and check against the
+/// previous one and tells `on` about it as soon as it is recorded.
+pub(super) struct Rec<'a> {
+    pub(super) report: RunReport,
+    on: &'a mut dyn FnMut(Progress<'_>),
+    lap: Instant,
+}
+
+impl<'a> Rec<'a> {
+    pub(super) fn new(report: RunReport, on: &'a mut dyn FnMut(Progress<'_>)) -> Self {
+        Rec { report, on, lap: Instant::now() }
+    }
+
+    fn lap(&mut self) -> u64 {
+        let now = Instant::now();
+        let us = now.duration_since(self.lap).as_micros();
+        self.lap = now;
+        u64::try_from(us).unwrap_or(u64::MAX)
+    }
+
+    /// Records a stage, timed, and reports it.
+    pub(super) fn stage(&mut self, name: &'static str, outcome: Result<String, String>) {
+        let micros = self.lap();
+        self.report.stages.push(Stage { name, outcome, micros });
+        if let Some(s) = self.report.stages.last() {
+            (self.on)(Progress::Stage(s));
+        }
+    }
+
+    /// Records a check that had nothing to check, timed, and reports it.
+    pub(super) fn not_exercised(&mut self, name: &'static str, invariants: &[u8], why: String) {
+        let micros = self.lap();
+        self.report.not_exercised(name, invariants, why);
+        if let Some(c) = self.report.checks.last_mut() {
+            c.micros = micros;
+            (self.on)(Progress::Check(c));
+        }
+    }
+
+    /// Records a fault line and reports it.
+    pub(super) fn fault(&mut self, line: String) {
+        self.report.faults.push(line);
+        if let Some(l) = self.report.faults.last() {
+            (self.on)(Progress::Fault(l));
+        }
+    }
+
+    /// Records a check, timed, and reports it.
+    pub(super) fn check(&mut self, name: &'static str, invariants: &[u8], outcome: Result<(), String>) {
+        let micros = self.lap();
+        self.report.check(name, invariants, outcome);
+        if let Some(c) = self.report.checks.last_mut() {
+            c.micros = micros;
+            (self.on)(Progress::Check(c));
+        }
+    }
+}
+
+impl std::ops::Deref for Rec<'_> {
+    type Target = RunReport;
+    fn deref(&self) -> &RunReport {
+        &self.report
+    }
+}
+
+impl std::ops::DerefMut for Rec<'_> {
+    fn deref_mut(&mut self) -> &mut RunReport {
+        &mut self.report
+    }
 }
 
 /// A check's result.
@@ -37,6 +157,8 @@ pub struct Check {
     pub invariants: Vec<u8>,
     /// Its result.
     pub result: CheckResult,
+    /// Wall time in microseconds since the previous stage or check finished (0 when not timed).
+    pub micros: u64,
 }
 
 /// Everything one run did and found.
@@ -72,9 +194,9 @@ impl RunReport {
         RunReport { seed, replay, ..RunReport::default() }
     }
 
-    /// Records a stage.
+    /// Records a stage (untimed).
     pub fn stage(&mut self, name: &'static str, outcome: Result<String, String>) {
-        self.stages.push(Stage { name, outcome });
+        self.stages.push(Stage { name, outcome, micros: 0 });
     }
 
     /// Records a check.
@@ -83,12 +205,13 @@ impl RunReport {
             Ok(()) => CheckResult::Pass,
             Err(e) => CheckResult::Fail(e),
         };
-        self.checks.push(Check { name, invariants: invariants.to_vec(), result });
+        self.checks.push(Check { name, invariants: invariants.to_vec(), result, micros: 0 });
     }
 
     /// Records a check that had nothing to check, with the reason.
     pub fn not_exercised(&mut self, name: &'static str, invariants: &[u8], why: String) {
-        self.checks.push(Check { name, invariants: invariants.to_vec(), result: CheckResult::NotExercised(why) });
+        let result = CheckResult::NotExercised(why);
+        self.checks.push(Check { name, invariants: invariants.to_vec(), result, micros: 0 });
     }
 
     /// How many checks passed, failed and were not exercised.
@@ -125,7 +248,41 @@ impl RunReport {
         self.checks.iter().filter(|c| matches!(c.result, CheckResult::Fail(_))).map(|c| c.name).collect()
     }
 
-    /// The report as JSON (stable key order).
+    /// `PASS (10 checks)`, or what failed: `FAIL (2 of 10 checks failed)`,
+    /// `FAIL (stage link failed; 0 of 3 checks failed)`.
+    pub fn verdict(&self) -> String {
+        let n = self.checks.len();
+        let (_, failed, none) = self.check_counts();
+        let unexercised = if none > 0 { format!(", {none} not exercised") } else { String::new() };
+        if self.passed() {
+            return format!("PASS ({n} checks{unexercised})");
+        }
+        let stages: Vec<&str> = self.stages.iter().filter(|s| s.outcome.is_err()).map(|s| s.name).collect();
+        match stages.as_slice() {
+            [] => format!("FAIL ({failed} of {n} checks failed{unexercised})"),
+            [one] => format!("FAIL (stage {one} failed; {failed} of {n} checks failed{unexercised})"),
+            many => format!("FAIL (stages {} failed; {failed} of {n} checks failed{unexercised})", many.join(", ")),
+        }
+    }
+
+    /// The report as JSON with each stage's and check's `millis` (wall time: not deterministic).
+    pub fn to_json_timed(&self) -> Value {
+        let mut v = self.to_json();
+        let ms = |us: u64| Value::from((us as f64 / 1e3 * 1e3).round() / 1e3);
+        if let Some(a) = v["stages"].as_array_mut() {
+            for (j, s) in a.iter_mut().zip(&self.stages) {
+                j["millis"] = ms(s.micros);
+            }
+        }
+        if let Some(a) = v["checks"].as_array_mut() {
+            for (j, c) in a.iter_mut().zip(&self.checks) {
+                j["millis"] = ms(c.micros);
+            }
+        }
+        v
+    }
+
+    /// The report as JSON (stable key order, no times: deterministic).
     pub fn to_json(&self) -> Value {
         let stages: Vec<Value> = self
             .stages
@@ -164,6 +321,7 @@ impl RunReport {
             "instructions": self.instructions,
             "hbm_bytes": self.hbm_bytes,
             "passed": self.passed(),
+            "result": self.verdict(),
             "stages": stages,
             "checks": checks,
             "sim": sim,
@@ -174,15 +332,43 @@ impl RunReport {
     }
 }
 
+impl RunReport {
+    /// The closing lines (`program`, `sim`, `result`, and `replay:` on a
+    /// failure) that follow the stage and check lines.
+    pub fn summary(&self, f: &mut dyn fmt::Write) -> fmt::Result {
+        writeln!(f, "program  {} ({} cores, {} instructions)", self.program, self.cores, self.instructions)?;
+        if let Some(s) = &self.sim {
+            writeln!(
+                f,
+                "sim      {} ns simulated, {} instructions, {} events, {} B moved by DMA, HBM allocated {} B, trace {:016x}",
+                s.time_ns, s.instructions, s.events, s.hbm_bytes, self.hbm_bytes, s.trace_hash
+            )?;
+        }
+        writeln!(f, "result   {}", self.verdict())?;
+        if !self.passed() && !self.not_applicable() {
+            writeln!(f, "replay:  {}", self.replay_text())?;
+        }
+        Ok(())
+    }
+
+    /// True when the only failure is a planted bug with no place to go: nothing was checked with it in.
+    pub fn not_applicable(&self) -> bool {
+        let f = self.failures();
+        f.len() == 1 && f[0].starts_with("plant: cannot plant here")
+    }
+
+    /// The replay command, or why there is none.
+    pub fn replay_text(&self) -> &str {
+        self.replay.as_deref().unwrap_or("(no flags reproduce this config; see the program printed above)")
+    }
+}
+
 impl fmt::Display for RunReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "seed {}", self.seed)?;
         writeln!(f, "program  {} ({} cores, {} instructions)", self.program, self.cores, self.instructions)?;
         for s in &self.stages {
-            match &s.outcome {
-                Ok(d) => writeln!(f, "  ok    {:<16} {d}", s.name)?,
-                Err(e) => writeln!(f, "  FAIL  {:<16} {e}", s.name)?,
-            }
+            writeln!(f, "{}", s.line(false))?;
         }
         if let Some(s) = &self.sim {
             writeln!(
@@ -196,32 +382,11 @@ impl fmt::Display for RunReport {
         }
         writeln!(f, "checks")?;
         for c in &self.checks {
-            let inv: Vec<String> = c.invariants.iter().map(u8::to_string).collect();
-            match &c.result {
-                CheckResult::Pass => writeln!(f, "  pass  [{}] {}", inv.join(","), c.name)?,
-                CheckResult::Fail(e) => writeln!(f, "  FAIL  [{}] {}: {e}", inv.join(","), c.name)?,
-                CheckResult::NotExercised(e) => {
-                    writeln!(f, "  n/a   [{}] {}: not exercised: {e}", inv.join(","), c.name)?
-                }
-            }
+            writeln!(f, "{}", c.line(false))?;
         }
-        let verdict = if self.passed() { "PASS" } else { "FAIL" };
-        let (pass, fail, none) = self.check_counts();
-        let stages_failed = self.stages.iter().filter(|s| s.outcome.is_err()).count();
-        let mut parts = vec![format!("{pass} passed"), format!("{fail} failed")];
-        if none > 0 {
-            parts.push(format!("{none} not exercised"));
-        }
-        if stages_failed > 0 {
-            parts.push(format!("{stages_failed} stage(s) failed"));
-        }
-        writeln!(f, "result   {verdict} ({} checks: {})", self.checks.len(), parts.join(", "))?;
-        if !self.passed() {
-            match &self.replay {
-                Some(cmd) => writeln!(f, "replay:  {cmd}")?,
-                None if self.failures().iter().any(|l| l.starts_with("plant: cannot plant here")) => {}
-                None => writeln!(f, "replay:  (no flags reproduce this config; see the program printed above)")?,
-            }
+        writeln!(f, "result   {}", self.verdict())?;
+        if !self.passed() && !self.not_applicable() {
+            writeln!(f, "replay:  {}", self.replay_text())?;
         }
         Ok(())
     }

@@ -1,0 +1,289 @@
+//! `lncsim bench flow`: the whole flow of `lncsim run`, every check on, on
+//! generated programs of N instructions per core (`lncsim gen --ops N`;
+//! default 1k, 10k and 100k on 8 cores). Prints each stage's and check's
+//! wall time (median of `--reps` runs) and peak RSS, the growth per 10x of
+//! every stage, and the comparison with the targets (issue 11): at the
+//! largest size, end to end <= 120 s and peak RSS <= 8 GiB (moonshot <= 30 s,
+//! reported, not gated); growth per 10x <= 12x for every stage whose median
+//! at the larger size is at least 50 ms (faster stages cannot matter to the
+//! end-to-end target and their ratios are timer noise: printed, not judged).
+//! Exits 1 on a miss, or when a run fails a check.
+//!
+//! Peak RSS per stage: `/proc/self/status` VmHWM read when the stage
+//! finishes, reset to the current RSS (`/proc/self/clear_refs` = 5) when the
+//! previous one finished; where the kernel refuses the reset, the running
+//! peak of the process is reported and said so.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::Args;
+use lncsim_model::program::{GenConfig, SizeClass};
+use lncsim_sim::flow::{Progress, RunConfig, RunReport, Source, run_observed};
+
+use super::CliError;
+
+/// Arguments of `lncsim bench flow`.
+#[derive(Debug, Args)]
+pub struct BenchFlowArgs {
+    /// Instructions per core of each program, comma-separated, ascending (each 1 to 200000).
+    #[arg(long, value_delimiter = ',', default_values_t = [1_000u32, 10_000, 100_000],
+          value_parser = clap::value_parser!(u32).range(1..=200_000))]
+    pub sizes: Vec<u32>,
+    /// Cores of every program.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub cores: u32,
+    /// Runs of each size; the median time of each stage is reported (1 to 15).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=15))]
+    pub reps: u32,
+    /// Seed of the programs and of the runs.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Largest tensor of the programs, in elements (1 to 4096).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub elems: u64,
+}
+
+/// End-to-end target at the largest size, seconds.
+const TARGET_S: f64 = 120.0;
+/// Moonshot end-to-end target, seconds (reported only).
+const MOONSHOT_S: f64 = 30.0;
+/// Peak RSS target, bytes.
+const TARGET_RSS: u64 = 8 << 30;
+/// Largest growth per 10x of any judged stage.
+const TARGET_GROWTH: f64 = 12.0;
+/// A stage is judged on its growth when its median at the larger size is at least this, ms.
+const JUDGE_MS: f64 = 50.0;
+
+/// The process's peak RSS in bytes (VmHWM), if the kernel reports it.
+fn vm_hwm() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// Resets the peak RSS to the current RSS; false when the kernel refuses.
+fn reset_hwm() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// One stage's (or check's) figures in one run.
+#[derive(Clone, Debug)]
+struct Item {
+    name: String,
+    ms: f64,
+    peak: Option<u64>,
+}
+
+/// One run: its items in order, its end-to-end time and its report.
+struct Run {
+    items: Vec<Item>,
+    total_ms: f64,
+    report: RunReport,
+}
+
+/// The short label of a stage or check.
+fn label(p: &Progress<'_>) -> String {
+    match p {
+        Progress::Stage(s) => s.name.to_string(),
+        Progress::Check(c) => {
+            let short: String = c.name.chars().take(40).collect();
+            format!("check: {short}")
+        }
+        Progress::Fault(_) => "fault".to_string(),
+    }
+}
+
+fn one_run(cfg: &RunConfig, live: bool, resets: &mut bool) -> Run {
+    let mut items = Vec::new();
+    *resets &= reset_hwm();
+    let t0 = Instant::now();
+    let report = run_observed(cfg, &mut |p| {
+        let micros = match p {
+            Progress::Stage(s) => s.micros,
+            Progress::Check(c) => c.micros,
+            // A fault line is not a stage: nothing to time.
+            Progress::Fault(_) => return,
+        };
+        let peak = vm_hwm();
+        *resets &= reset_hwm();
+        let item = Item { name: label(&p), ms: micros as f64 / 1e3, peak };
+        if live {
+            println!("    {:<48} {:>10.1} ms  {:>8} MiB", item.name, item.ms, mib(item.peak));
+        }
+        items.push(item);
+    });
+    Run { items, total_ms: t0.elapsed().as_secs_f64() * 1e3, report }
+}
+
+fn mib(b: Option<u64>) -> String {
+    b.map_or_else(|| "?".into(), |b| format!("{:.0}", b as f64 / (1u64 << 20) as f64))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// The medians of one size's runs.
+struct SizeFigures {
+    size: u32,
+    instructions: usize,
+    items: Vec<Item>,
+    total_ms: f64,
+    peak: Option<u64>,
+}
+
+fn measure(a: &BenchFlowArgs, size: u32, resets: &mut bool) -> Result<SizeFigures, CliError> {
+    let g = GenConfig::with_ops(a.seed, a.cores, size, a.elems).map_err(|e| CliError::BadInput(e.to_string()))?;
+    let cfg =
+        RunConfig { source: Source::Generated(g, None), ..RunConfig::generated(a.seed, a.cores, SizeClass::Small) };
+    println!("size {size} x {} cores:", a.cores);
+    let mut runs = Vec::new();
+    for rep in 0..a.reps {
+        let r = one_run(&cfg, rep == 0, resets);
+        if !r.report.passed() {
+            return Err(CliError::CheckFailed(format!(
+                "the {size}-instruction run failed: {}; replay: {}",
+                r.report.failures().join("; "),
+                r.report.replay_text()
+            )));
+        }
+        if runs.first().is_some_and(|f: &Run| f.report.trace_hash != r.report.trace_hash) {
+            return Err(CliError::CheckFailed(format!("the {size}-instruction run is not deterministic")));
+        }
+        runs.push(r);
+    }
+    let first = &runs[0];
+    let items = (0..first.items.len())
+        .map(|i| Item {
+            name: first.items[i].name.clone(),
+            ms: median(runs.iter().filter_map(|r| r.items.get(i)).map(|x| x.ms).collect()),
+            peak: runs.iter().filter_map(|r| r.items.get(i)?.peak).max(),
+        })
+        .collect::<Vec<_>>();
+    let peak = items.iter().filter_map(|i| i.peak).max();
+    let total_ms = median(runs.iter().map(|r| r.total_ms).collect());
+    let instructions = first.report.instructions;
+    println!(
+        "  {instructions} instructions, end to end {:.1} ms (median of {}), peak RSS {} MiB",
+        total_ms,
+        a.reps,
+        mib(peak)
+    );
+    Ok(SizeFigures { size, instructions, items, total_ms, peak })
+}
+
+/// The growth of `b` over `a` scaled to a 10x step in size.
+fn growth(a_ms: f64, b_ms: f64, a_size: u32, b_size: u32) -> f64 {
+    let steps = (f64::from(b_size) / f64::from(a_size)).log10();
+    let ratio = b_ms / a_ms.max(1e-3);
+    if steps <= 0.0 { ratio } else { ratio.powf(1.0 / steps) }
+}
+
+/// A stage's growth per 10x and its verdict: `not judged` under [`JUDGE_MS`]
+/// at the larger size, else PASS or FAIL against [`TARGET_GROWTH`].
+fn judge(a_ms: f64, b_ms: f64, a_size: u32, b_size: u32) -> (f64, &'static str) {
+    let g = growth(a_ms, b_ms, a_size, b_size);
+    let verdict = match (b_ms >= JUDGE_MS, g <= TARGET_GROWTH) {
+        (false, _) => "not judged",
+        (true, true) => "PASS",
+        (true, false) => "FAIL",
+    };
+    (g, verdict)
+}
+
+/// Runs every size, prints the table, the growth and the target comparison.
+pub fn run(a: &BenchFlowArgs) -> Result<ExitCode, CliError> {
+    if a.sizes.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(CliError::BadInput("--sizes must be strictly ascending".into()));
+    }
+    println!(
+        "bench flow: lncsim run, every check on, {} cores, sizes {:?} instructions per core, tensors <= {} elements, \
+         seed {}, median of {} runs",
+        a.cores, a.sizes, a.elems, a.seed, a.reps
+    );
+    let mut resets = true;
+    let mut figs = Vec::new();
+    for &size in &a.sizes {
+        figs.push(measure(a, size, &mut resets)?);
+    }
+    if !resets {
+        println!("note: /proc/self/clear_refs refused the reset: peaks are the process's running peak");
+    }
+    let mut misses = Vec::new();
+    println!("growth per 10x (judged: stages of >= {JUDGE_MS} ms at the larger size; target <= {TARGET_GROWTH}x)");
+    for w in figs.windows(2) {
+        let (x, y) = (&w[0], &w[1]);
+        println!("  {} -> {} instructions per core:", x.size, y.size);
+        for (i, it) in y.items.iter().enumerate() {
+            let Some(prev) = x.items.get(i).filter(|p| p.name == it.name) else { continue };
+            let (g, verdict) = judge(prev.ms, it.ms, x.size, y.size);
+            println!("    {:<48} {:>10.1} -> {:>10.1} ms  {:>7.2}x  {verdict}", it.name, prev.ms, it.ms, g);
+            if verdict == "FAIL" {
+                misses.push(format!("{} grows {g:.2}x per 10x ({} -> {})", it.name, x.size, y.size));
+            }
+        }
+        let g = growth(x.total_ms, y.total_ms, x.size, y.size);
+        println!("    {:<48} {:>10.1} -> {:>10.1} ms  {:>7.2}x", "end to end", x.total_ms, y.total_ms, g);
+    }
+    let Some(last) = figs.last() else { return Err(CliError::BadInput("no sizes".into())) };
+    let secs = last.total_ms / 1e3;
+    println!(
+        "targets at {} cores x {} instructions per core ({} instructions):",
+        a.cores, last.size, last.instructions
+    );
+    let pass = |ok: bool| if ok { "PASS" } else { "FAIL" };
+    println!("  end to end {secs:.2} s (target <= {TARGET_S} s): {}", pass(secs <= TARGET_S));
+    println!(
+        "  end to end {secs:.2} s (moonshot <= {MOONSHOT_S} s): {}",
+        if secs <= MOONSHOT_S { "met" } else { "not met" }
+    );
+    if secs > TARGET_S {
+        misses.push(format!("end to end {secs:.2} s > {TARGET_S} s"));
+    }
+    match last.peak {
+        Some(p) => {
+            println!("  peak RSS {} MiB (target <= {} MiB): {}", mib(Some(p)), TARGET_RSS >> 20, pass(p <= TARGET_RSS));
+            if p > TARGET_RSS {
+                misses.push(format!("peak RSS {} MiB > {} MiB", mib(Some(p)), TARGET_RSS >> 20));
+            }
+        }
+        None => misses.push("peak RSS unknown (no /proc/self/status VmHWM)".into()),
+    }
+    if misses.is_empty() {
+        println!("result PASS");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("result FAIL ({} misses)", misses.len());
+        Err(CliError::CheckFailed(format!("bench flow missed: {}", misses.join("; "))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{judge, median};
+
+    #[test]
+    fn growth_is_scaled_to_a_10x_step_and_judged_only_above_the_floor() {
+        let (g, v) = judge(100.0, 1000.0, 1_000, 10_000);
+        assert!((g - 10.0).abs() < 1e-9 && v == "PASS");
+        let (g, v) = judge(100.0, 1300.0, 1_000, 10_000);
+        assert!((g - 13.0).abs() < 1e-9 && v == "FAIL", "{g} {v}");
+        // 100x in size, 144x in time: 12x per 10x, on the line.
+        let (g, v) = judge(10.0, 1440.0, 1_000, 100_000);
+        assert!((g - 12.0).abs() < 1e-9 && v == "PASS", "{g} {v}");
+        // Quadratic over 100x: 100x per 10x.
+        assert_eq!(judge(10.0, 100_000.0, 1_000, 100_000).1, "FAIL");
+        // Under the floor at the larger size: printed, not judged.
+        assert_eq!(judge(0.1, 40.0, 1_000, 10_000).1, "not judged");
+    }
+
+    #[test]
+    fn median_of_an_odd_and_an_even_count() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0]), 4.0);
+        assert_eq!(median(vec![]), 0.0);
+    }
+}
