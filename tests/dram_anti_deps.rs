@@ -130,3 +130,28 @@ func main
         assert!(inst.deps.iter().all(|&Dep { inst, .. }| inst < InstId::from_index(j)));
     }
 }
+
+#[test]
+fn an_unordered_reuse_planted_at_instruction_99990_of_a_100k_chain_gets_exactly_its_edge() {
+    // A dependent chain on distinct hand-placed pages, plus `p99990`, ordered after nothing,
+    // writing `r`, which sits on t99985's page (written by i99985, last read by i99986).
+    let n = 100_000usize;
+    let mut s = String::from("module deep lnc 1\nloc x dram input i32[64] @0x0\n");
+    for k in 0..n {
+        s.push_str(&format!("loc t{k} dram internal i32[64] @{:#x}\n", (k as u64 + 1) << 12));
+    }
+    s.push_str(&format!("loc r dram internal i32[64] @{:#x}\n", (99_985u64 + 1) << 12));
+    s.push_str("\nfunc main\n  block entry\n    i0 = act relu x[0..64] -> t0[0..64]\n");
+    for k in 1..n {
+        s.push_str(&format!("    i{k} = dve relu t{}[0..64] -> t{k}[0..64] after i{}\n", k - 1, k - 1));
+        if k == 99_990 {
+            s.push_str("    p99990 = act relu x[0..64] -> r[0..64]\n");
+        }
+    }
+    let mut m = module(&s);
+    let reports = anti_dependency_analyzer_post_dram(&mut m);
+    // WAR to the last reader; the WAW to i99985 is implied through i99986's own edge.
+    assert_eq!(deps(&m, "p99990"), vec![("i99986".into(), EdgeKind::War)]);
+    assert_eq!((reports[0].waw, reports[0].war, reports[0].raw), (0, 1, 0));
+    m.verify().unwrap();
+}

@@ -50,7 +50,7 @@ use std::collections::BTreeMap;
 
 use super::allocate::Space;
 use super::problem::{DRAM_PAGE, round_up};
-use crate::ir::{Dep, EdgeKind, InstId, MemLocId, Module, Usage};
+use crate::ir::{Dep, EdgeKind, InstId, MemLocId, Module};
 
 /// What one pass did to one function.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -96,7 +96,7 @@ struct Access {
 /// Whether `l` is a placed location of the pass's region.
 fn in_region(m: &Module, id: MemLocId, space: Space) -> Option<(u64, u64)> {
     let l = m.memlocs.get(id.index())?;
-    let ok = space.holds(l) && (space == Space::Shared || matches!(l.usage, Usage::Internal | Usage::Spill));
+    let ok = space.holds(l);
     let a = l.address.filter(|_| ok)?;
     Some((a, a.saturating_add(round_up(l.byte_size(), DRAM_PAGE).unwrap_or(u64::MAX))))
 }

@@ -261,3 +261,41 @@ pub fn check(problem: &Problem, config: &AllocConfig, addresses: &[u64]) -> Vec<
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dram::config::Order;
+    use crate::dram::problem::{LiveInterval, Location};
+
+    /// `n` one-page buffers, `k` live over [k, k + 1], placed round-robin on 3 pages (valid).
+    fn ring(n: usize) -> (Problem, Vec<u64>) {
+        let locations = (0..n)
+            .map(|k| Location::new(format!("b{k}"), 4096, 1, vec![LiveInterval::new(k as u64, k as u64 + 1)]))
+            .collect();
+        let addresses = (0..n).map(|k| (k as u64 % 3) * 4096).collect();
+        (Problem { locations, cc_operands: Vec::new() }, addresses)
+    }
+
+    #[test]
+    fn an_overlap_planted_at_buffer_99990_of_100k_is_the_only_violation() {
+        let config = AllocConfig::minimalloc(1, u64::MAX, Order::Seed);
+        let (problem, mut addresses) = ring(100_000);
+        assert_eq!(check(&problem, &config, &addresses), vec![]);
+        // b99990 (live 99990..=99991) moved by one byte onto b99989's page (live 99989..=99990).
+        addresses[99_990] = addresses[99_989] + 4095;
+        let v = check(&problem, &config, &addresses);
+        let want = Violation::Overlap {
+            a: 99_989,
+            a_name: "b99989".into(),
+            a_lo: addresses[99_989],
+            a_hi: addresses[99_989] + 4096,
+            b: 99_990,
+            b_name: "b99990".into(),
+            b_lo: addresses[99_989] + 4095,
+            b_hi: addresses[99_989] + 8191,
+            time: 99_990,
+        };
+        assert_eq!(v, vec![want]);
+    }
+}
