@@ -237,3 +237,105 @@ func main
         "{v:#?}"
     );
 }
+
+/// A chain of `n` adds on one core: `t{k}` is written by `i{k}` and read by `i{k+1}`.
+fn chain(n: usize) -> String {
+    let mut s = String::from("module chain lnc 1\nloc x dram input i32[64] @0x0\nloc y dram output i32[64] @0x1000\n");
+    for k in 0..n {
+        s.push_str(&format!("loc t{k} dram internal i32[64]\n"));
+    }
+    s.push_str("\nfunc main\n  args x\n  block entry\n    i0 = act relu x[0..64] -> t0[0..64] core 0\n");
+    for k in 1..n {
+        s.push_str(&format!("    i{k} = dve add t{}[0..64], x[0..64] -> t{k}[0..64] core 0 after i{}\n", k - 1, k - 1));
+    }
+    s.push_str(&format!("    i{n} = act relu t{}[0..64] -> y[0..64] core 0 after i{}\n", n - 1, n - 1));
+    s
+}
+
+#[test]
+fn an_overlap_planted_at_instruction_99990_of_a_100k_chain_is_reported() {
+    let p = parse(&chain(100_000)).unwrap_or_else(|e| panic!("{e}"));
+    let opts = PipelineOptions::default();
+    let mut ms = compile(&p, &opts).unwrap().per_core;
+    let cfg = opts.check_config(&CompileReport::default());
+    assert_eq!(check_modules(&ms, &cfg), vec![], "the allocator's placement is clean");
+    // t99990 (live at 99990..=99991) moved onto t99989 (live at 99989..=99990).
+    let target = addr(&ms[0], "t99989");
+    loc(&mut ms[0], "t99990").address = Some(target);
+    let v = check_modules(&ms, &cfg);
+    assert!(
+        v.iter().any(|x| matches!(x, IrViolation::Overlap { core: 0, a, b, time: 99_990, a_lo, b_lo, .. }
+            if a == "t99989" && b == "t99990" && *a_lo == target && *b_lo == target)),
+        "{v:#?}"
+    );
+    // Nothing else is blamed: every violation names the moved tensor.
+    assert!(
+        v.iter().all(|x| matches!(x, IrViolation::Overlap { a, b, .. } if a == "t99990" || b == "t99990")),
+        "{v:#?}"
+    );
+}
+
+#[test]
+fn a_floor_violation_and_a_straddle_at_the_end_of_a_100k_chain_are_reported() {
+    let p = parse(&chain(100_000)).unwrap_or_else(|e| panic!("{e}"));
+    let opts = PipelineOptions::default();
+    let mut ms = compile(&p, &opts).unwrap().per_core;
+    let cfg = opts.check_config(&CompileReport::default());
+    // The floor is the end of y's page: 0x2000.
+    loc(&mut ms[0], "t99995").address = Some(0x1800);
+    let v = check_modules(&ms, &cfg);
+    assert!(
+        v.iter().any(
+            |x| matches!(x, IrViolation::BelowFloor { loc, address: 0x1800, floor: 0x2000, .. } if loc == "t99995")
+        ),
+        "{v:#?}"
+    );
+    assert!(v.iter().any(|x| matches!(x, IrViolation::PageStraddle { loc, .. } if loc == "t99995")), "{v:#?}");
+}
+
+/// Issue 12, section 2: a tensor written and never read, and an input the user did not place.
+const DEAD_DEF: &str = "\
+module floor2 lnc 1
+loc a dram input i32[64]
+loc p dram internal i32[64]
+func main
+  args a
+  block entry
+    prod0 = act relu a[0..64] -> p[0..64] core 0
+";
+
+#[test]
+fn a_dead_def_with_an_unaddressed_input_passes_and_the_input_is_left_to_the_loader() {
+    let p = parse(DEAD_DEF).unwrap_or_else(|e| panic!("{e}"));
+    let opts = PipelineOptions::default();
+    let c = compile(&p, &opts).unwrap();
+    let m = &c.per_core[0];
+    assert_eq!(m.loc(m.loc_by_name("a").unwrap()).address, None, "inputs are not the allocator's (usage 7/9 only)");
+    assert!(m.loc(m.loc_by_name("p").unwrap()).address.is_some(), "the dead def is still placed");
+    assert_eq!(check_modules(&c.per_core, &opts.check_config(&c.report)), vec![]);
+}
+
+#[test]
+fn an_unaddressed_input_does_not_raise_the_floor_but_an_addressed_output_does() {
+    let text = "\
+module floor3 lnc 1
+loc a dram input i32[64]
+loc p dram internal i32[64]
+loc y dram output i32[64] @0x0
+func main
+  args a
+  block entry
+    prod0 = act relu a[0..64] -> p[0..64] core 0
+    prod1 = act relu p[0..64] -> y[0..64] core 0 after prod0
+";
+    let p = parse(text).unwrap_or_else(|e| panic!("{e}"));
+    let opts = PipelineOptions::default();
+    let mut c = compile(&p, &opts).unwrap();
+    assert_eq!(addr(&c.per_core[0], "p"), 0x1000, "first fit just above y's page");
+    assert_eq!(c.per_core[0].loc(c.per_core[0].loc_by_name("a").unwrap()).address, None);
+    assert_eq!(check_modules(&c.per_core, &opts.check_config(&c.report)), vec![]);
+    // The checker still holds the floor of the addressed output.
+    loc(&mut c.per_core[0], "p").address = Some(0);
+    let v = check_modules(&c.per_core, &opts.check_config(&c.report));
+    assert!(v.iter().any(|x| matches!(x, IrViolation::BelowFloor { loc, floor: 0x1000, .. } if loc == "p")), "{v:#?}");
+}

@@ -1,10 +1,15 @@
 //! The IR-level `DRAM_Allocator::allocate` driver (seed 004, "The allocate
 //! Driver"), step by step over a per-core module:
 //!
-//! 1. **Candidate filter** (`candidate(loc)`): DRAM, usage Internal or Spill,
-//!    not yet addressed, and touched by the function. (The seed asserts on a
-//!    candidate with no def/use, dram_build.cpp:61; a location no instruction
-//!    touches needs no address, so we leave it out instead.)
+//! 1. **Candidate filter** (`candidate(loc)`, [`Space::holds`]): DRAM, usage
+//!    Internal or Spill (seed: `usage in {7, 9}`), not yet addressed, and
+//!    touched by the function. (The seed asserts on a candidate with no
+//!    def/use, dram_build.cpp:61; a location no instruction touches needs no
+//!    address, so we leave it out instead.) An unaddressed Input, Output or
+//!    Weight is not a candidate: it is the user's or the runtime's to place
+//!    (lncsim's loader binds it), so it stays unaddressed and adds nothing to
+//!    the HWM; a def no use reaches is a candidate live at its own position
+//!    only ([`super::liveness`]).
 //! 2. **Early exit**: no candidate logs "No candidate, DRAM allocation
 //!    successful", writes the same success attribute as the full path
 //!    (`dram_alloc_ok`, FunctionAttribute key 11) and returns (mark
@@ -105,8 +110,22 @@ pub enum Space {
 }
 
 impl Space {
-    /// Whether `l` lives in this address space.
+    /// Whether the allocator places `l` in this space: DRAM with usage
+    /// Internal or Spill (private) or Shared (shared run). Seed 004, "The
+    /// allocate Driver": the candidate filter is `usage in {7, 9}`; inputs,
+    /// outputs and weights are never the allocator's to place.
     pub fn holds(self, l: &MemoryLocation) -> bool {
+        l.mem_type == MemType::Dram
+            && match self {
+                Space::Private => matches!(l.usage, Usage::Internal | Usage::Spill),
+                Space::Shared => l.usage == Usage::Shared,
+            }
+    }
+
+    /// Whether `l` lives in this address space at all (any usage but Shared
+    /// for the private space): what the HWM pre-pass and the cost accounting
+    /// read. An addressed input, output or weight raises the floor.
+    pub fn contains(self, l: &MemoryLocation) -> bool {
         l.mem_type == MemType::Dram && ((l.usage == Usage::Shared) == (self == Space::Shared))
     }
 }
@@ -209,7 +228,7 @@ pub(crate) fn early_exit(m: &mut Module, fi: usize, report: &mut AllocReport) {
 /// Cost accounting (seed: "COST ACCOUNTING + metrics") over `space`.
 pub(crate) fn account(m: &Module, space: Space, candidates: &BTreeSet<MemLocId>, report: &mut AllocReport) {
     for (i, l) in m.memlocs.iter().enumerate() {
-        if !space.holds(l) {
+        if !space.contains(l) {
             continue;
         }
         let size = l.byte_size();
@@ -265,7 +284,7 @@ pub fn allocate_function(m: &mut Module, fi: usize, opts: &DramOptions) -> Resul
     let hwm = high_water_mark(
         m.memlocs
             .iter()
-            .filter(|l| space.holds(l))
+            .filter(|l| space.contains(l))
             .filter_map(|l| l.address.map(|a| (l.name.as_str(), a, l.byte_size(), DRAM_PAGE))),
     )
     .map_err(alloc_err)?;

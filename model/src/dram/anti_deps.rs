@@ -11,23 +11,46 @@
 //! **Rule (our reading of the seed).** For instructions `I` before `J` of one
 //! function, with accessed byte ranges `[address + offset * esize, + len *
 //! esize)` of *different* locations of the region intersecting and at least one
-//! side writing, `J` gets a dependency on `I`: `Waw` when both write, `War`
-//! when `J` writes what `I` read, and `Data` when `J` reads bytes `I` wrote
-//! through another tensor (a read of reused bytes, ordered like a true
-//! dependency through memory). Same-tensor ordering is the program's own
-//! business (its data edges). Edges point backward (the IR verifier's rule)
-//! and are deduplicated: no edge is added when `J` already depends on `I`,
-//! directly or transitively (through any edge kind), so the pass adds a
-//! near-minimal set; candidates are scanned nearest first, so one edge to the
-//! latest conflicting instruction covers earlier ones it already follows.
+//! side writing, `J` must run after `I`: `Waw` when both write, `War` when `J`
+//! writes what `I` read, and `Data` when `J` reads bytes `I` wrote through
+//! another tensor (a read of reused bytes, ordered like a true dependency
+//! through memory). Same-tensor ordering is the program's own business (its
+//! data edges). Edges point backward (the IR verifier's rule).
+//!
+//! **How (no n x n structure).** One forward walk keeps an address-keyed
+//! interval map of the region's reused bytes: per byte run, the last writer
+//! and the readers since it (instruction and location). `J`'s candidates are,
+//! over the runs its accesses meet, the last writer (for a read or a write)
+//! and the readers since it (for a write), through another location; then its
+//! own accesses update the map (a write makes `J` the run's writer and clears
+//! its readers). That suffices: by induction the last writer of a byte runs
+//! after every earlier access of it (through its edges, or the program's own
+//! same-tensor order), so `J` needs edges only to the latest ones.
+//!
+//! **"Not yet ordered".** A candidate `I` gets no edge when `J` is already
+//! ordered after it by what the walk knows cheaply: `J` has a direct edge to
+//! `I`, or to an instruction with a direct edge to `I` (two hops, counting
+//! edges this pass added), or to an instruction this pass just gave `J` an edge
+//! to whose direct edges reach `I`. Candidates are visited latest first, so one
+//! edge to the latest conflicting instruction covers the earlier ones it
+//! already follows. The covering set is capped at [`COVER_CAP`] instructions:
+//! past the cap a candidate gets a (redundant but harmless) edge; an order is
+//! never missed.
+//!
+//! **Cost.** Reuse detection O(L log L) over the L placed locations; the walk
+//! O(a log r + m) for a accesses, r byte runs (r <= 2a + 1) and m run visits
+//! (each access visits the runs it meets); memory O(r + readers + edges),
+//! linear in the program.
 //!
 //! Cross-core ordering is not this pass's job: shared tensors never reuse each
 //! other's addresses ([`super::shared`]) and the splitter's barriers order the
 //! handoffs, so the shared pass only finds conflicts in hand-placed modules.
 
+use std::collections::BTreeMap;
+
 use super::allocate::Space;
 use super::problem::{DRAM_PAGE, round_up};
-use crate::ir::{Dep, EdgeKind, InstId, MemLocId, Module, Usage};
+use crate::ir::{Dep, EdgeKind, InstId, MemLocId, Module};
 
 /// What one pass did to one function.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -59,6 +82,9 @@ pub fn anti_dependency_analyzer_post_shared_dram(m: &mut Module) -> Vec<AntiDepR
     analyze(m, Space::Shared)
 }
 
+/// The most instructions the "already ordered" set of one instruction holds.
+pub const COVER_CAP: usize = 256;
+
 #[derive(Clone, Copy)]
 struct Access {
     loc: MemLocId,
@@ -70,49 +96,109 @@ struct Access {
 /// Whether `l` is a placed location of the pass's region.
 fn in_region(m: &Module, id: MemLocId, space: Space) -> Option<(u64, u64)> {
     let l = m.memlocs.get(id.index())?;
-    let ok = space.holds(l) && (space == Space::Shared || matches!(l.usage, Usage::Internal | Usage::Spill));
+    let ok = space.holds(l);
     let a = l.address.filter(|_| ok)?;
     Some((a, a.saturating_add(round_up(l.byte_size(), DRAM_PAGE).unwrap_or(u64::MAX))))
 }
 
-/// The strongest conflict between `earlier` and `later`, if any.
-fn conflict(earlier: &[Access], later: &[Access]) -> Option<EdgeKind> {
-    let mut best: Option<EdgeKind> = None;
-    for b in later {
-        for a in earlier {
-            if a.loc == b.loc || a.lo >= b.hi || b.lo >= a.hi || !(a.write || b.write) {
-                continue;
+/// The locations of `placed` (lo, hi, id) whose nonempty range meets another's:
+/// one pass by first byte with the running furthest end, O(L log L).
+fn reused_locations(mut placed: Vec<(u64, u64, MemLocId)>, count: usize) -> Vec<bool> {
+    placed.retain(|&(lo, hi, _)| lo < hi);
+    placed.sort_unstable();
+    let mut reused = vec![false; count];
+    // The item reaching furthest so far: (end, id).
+    let mut furthest: Option<(u64, MemLocId)> = None;
+    for &(lo, hi, id) in &placed {
+        match furthest {
+            Some((end, other)) if lo < end => {
+                reused[id.index()] = true;
+                reused[other.index()] = true;
+                if hi > end {
+                    furthest = Some((hi, id));
+                }
             }
-            let kind = match (a.write, b.write) {
-                (true, true) => EdgeKind::Waw,
-                (false, true) => EdgeKind::War,
-                _ => EdgeKind::Data,
-            };
-            let rank = |k: Option<EdgeKind>| match k {
-                Some(EdgeKind::Waw) => 3,
-                Some(EdgeKind::War) => 2,
-                Some(_) => 1,
-                None => 0,
-            };
-            if rank(Some(kind)) > rank(best) {
-                best = Some(kind);
-            }
+            Some((end, _)) if hi <= end => {}
+            _ => furthest = Some((hi, id)),
         }
     }
-    best
+    reused
 }
 
-fn set(bits: &mut [u64], i: usize) {
-    bits[i / 64] |= 1 << (i % 64);
+/// One run of bytes in the walk's map: its end, last writer, readers since.
+#[derive(Clone, Default)]
+struct Run {
+    end: u64,
+    writer: Option<(usize, MemLocId)>,
+    readers: Vec<(usize, MemLocId)>,
 }
 
-fn get(bits: &[u64], i: usize) -> bool {
-    bits[i / 64] & (1 << (i % 64)) != 0
+/// The walk's interval map: disjoint runs keyed by first byte.
+#[derive(Default)]
+struct Runs(BTreeMap<u64, Run>);
+
+impl Runs {
+    /// Splits the run containing `at` (if any) so that a run starts at `at`.
+    fn split(&mut self, at: u64) {
+        let Some((_, run)) = self.0.range_mut(..at).next_back() else { return };
+        if run.end <= at {
+            return;
+        }
+        let tail = run.clone();
+        run.end = at;
+        self.0.insert(at, tail);
+    }
+
+    /// Calls `f` on every run meeting `[lo, hi)`.
+    fn visit(&self, lo: u64, hi: u64, mut f: impl FnMut(&Run)) {
+        if let Some((_, run)) = self.0.range(..lo).next_back()
+            && run.end > lo
+        {
+            f(run);
+        }
+        for (_, run) in self.0.range(lo..hi) {
+            f(run);
+        }
+    }
+
+    /// `[lo, hi)` now written by `who` (one run, no readers).
+    fn write(&mut self, lo: u64, hi: u64, who: (usize, MemLocId)) {
+        self.split(lo);
+        self.split(hi);
+        let inside: Vec<u64> = self.0.range(lo..hi).map(|(&k, _)| k).collect();
+        for k in inside {
+            self.0.remove(&k);
+        }
+        self.0.insert(lo, Run { end: hi, writer: Some(who), readers: Vec::new() });
+    }
+
+    /// `[lo, hi)` now also read by `who` (gaps become runs with no writer).
+    fn read(&mut self, lo: u64, hi: u64, who: (usize, MemLocId)) {
+        self.split(lo);
+        self.split(hi);
+        let mut gaps = Vec::new();
+        let mut at = lo;
+        for (&k, run) in self.0.range_mut(lo..hi) {
+            if k > at {
+                gaps.push((at, k));
+            }
+            run.readers.push(who);
+            at = run.end;
+        }
+        if at < hi {
+            gaps.push((at, hi));
+        }
+        for (a, b) in gaps {
+            self.0.insert(a, Run { end: b, writer: None, readers: vec![who] });
+        }
+    }
 }
 
-fn or_into(dst: &mut [u64], src: &[u64]) {
-    for (d, s) in dst.iter_mut().zip(src) {
-        *d |= s;
+fn rank(k: EdgeKind) -> u8 {
+    match k {
+        EdgeKind::Waw => 3,
+        EdgeKind::War => 2,
+        _ => 1,
     }
 }
 
@@ -140,23 +226,15 @@ fn analyze_function(m: &Module, fi: usize, space: Space) -> (AntiDepReport, Vec<
     let f = &m.functions[fi];
     let n = f.insts.len();
     let mut report = AntiDepReport { function: f.name.clone(), ..AntiDepReport::default() };
+    let mut new_deps: Vec<Vec<Dep>> = vec![Vec::new(); n];
     // Placed locations of the region whose aligned range meets another's: only they can conflict.
-    let mut placed: Vec<(u64, u64, MemLocId)> = super::liveness::touched(f)
+    let placed: Vec<(u64, u64, MemLocId)> = super::liveness::touched(f)
         .into_iter()
         .filter_map(|id| in_region(m, id, space).map(|(lo, hi)| (lo, hi, id)))
         .collect();
-    placed.sort_unstable();
-    let mut reused = vec![false; m.memlocs.len()];
-    for (k, &(lo, hi, id)) in placed.iter().enumerate() {
-        for &(lo2, hi2, id2) in &placed[k + 1..] {
-            if lo2 >= hi {
-                break;
-            }
-            if hi2 > lo && lo < hi && lo2 < hi2 {
-                reused[id.index()] = true;
-                reused[id2.index()] = true;
-            }
-        }
+    let reused = reused_locations(placed, m.memlocs.len());
+    if !reused.contains(&true) {
+        return (report, new_deps);
     }
     let access = |ap: &crate::ir::AccessPattern, write: bool| -> Option<Access> {
         if !reused.get(ap.loc.index()).copied().unwrap_or(false) {
@@ -165,51 +243,92 @@ fn analyze_function(m: &Module, fi: usize, space: Space) -> (AntiDepReport, Vec<
         let l = m.loc(ap.loc);
         let esize = u64::from(l.dtype.size());
         let lo = l.address?.saturating_add(ap.offset.saturating_mul(esize));
-        Some(Access { loc: ap.loc, lo, hi: lo.saturating_add(ap.len.saturating_mul(esize)), write })
+        let hi = lo.saturating_add(ap.len.saturating_mul(esize));
+        (lo < hi).then_some(Access { loc: ap.loc, lo, hi, write })
     };
-    let accesses: Vec<Vec<Access>> = f
-        .insts
-        .iter()
-        .map(|i| {
-            let reads = i.reads().into_iter().filter_map(|ap| access(&ap, false));
-            reads.chain(i.write().and_then(|ap| access(&ap, true))).collect()
-        })
-        .collect();
-    let mut new_deps: Vec<Vec<Dep>> = vec![Vec::new(); n];
-    let relevant: Vec<usize> = (0..n).filter(|&i| !accesses[i].is_empty()).collect();
-    if relevant.len() < 2 {
-        return (report, new_deps);
-    }
-    // reach[j]: every instruction j depends on, transitively (bitset over indices < j).
-    let words = n.div_ceil(64);
-    let mut reach: Vec<Vec<u64>> = Vec::with_capacity(n);
+    // Direct predecessors (original edges plus added ones), by instruction index.
+    let direct = |j: usize, new_deps: &[Vec<Dep>]| -> Vec<usize> {
+        let old = f.insts[j].deps.iter().map(|d| d.inst.index());
+        old.chain(new_deps[j].iter().map(|d| d.inst.index())).filter(|&i| i < j).collect()
+    };
+    let mut runs = Runs::default();
+    let mut cands: BTreeMap<usize, EdgeKind> = BTreeMap::new();
     for j in 0..n {
-        let mut r = vec![0u64; words];
-        for d in &f.insts[j].deps {
-            let i = d.inst.index();
-            if i < j {
-                set(&mut r, i);
-                or_into(&mut r, &reach[i]);
-            }
+        let inst = &f.insts[j];
+        let mine: Vec<Access> = inst
+            .reads()
+            .into_iter()
+            .filter_map(|ap| access(&ap, false))
+            .chain(inst.write().and_then(|ap| access(&ap, true)))
+            .collect();
+        if mine.is_empty() {
+            continue;
         }
-        if !accesses[j].is_empty() {
-            let upto = relevant.partition_point(|&i| i < j);
-            for &i in relevant[..upto].iter().rev() {
-                if get(&r, i) {
+        cands.clear();
+        for a in &mine {
+            let mut offer = |i: usize, kind: EdgeKind| {
+                let e = cands.entry(i).or_insert(kind);
+                if rank(kind) > rank(*e) {
+                    *e = kind;
+                }
+            };
+            runs.visit(a.lo, a.hi, |run| {
+                if let Some((w, loc)) = run.writer
+                    && loc != a.loc
+                    && w != j
+                {
+                    offer(w, if a.write { EdgeKind::Waw } else { EdgeKind::Data });
+                }
+                if a.write {
+                    for &(r, loc) in &run.readers {
+                        if loc != a.loc && r != j {
+                            offer(r, EdgeKind::War);
+                        }
+                    }
+                }
+            });
+        }
+        if !cands.is_empty() {
+            // What J already follows: its direct predecessors and theirs (capped).
+            let mut cover: Vec<usize> = direct(j, &new_deps);
+            for d in cover.clone() {
+                if cover.len() >= COVER_CAP {
+                    break;
+                }
+                cover.extend(direct(d, &new_deps).into_iter().take(COVER_CAP.saturating_sub(cover.len())));
+            }
+            cover.sort_unstable();
+            cover.dedup();
+            let mut added = Vec::new();
+            for (&i, &kind) in cands.iter().rev() {
+                if cover.binary_search(&i).is_ok() {
                     continue;
                 }
-                let Some(kind) = conflict(&accesses[i], &accesses[j]) else { continue };
                 match kind {
                     EdgeKind::Waw => report.waw += 1,
                     EdgeKind::War => report.war += 1,
                     _ => report.raw += 1,
                 }
-                new_deps[j].push(Dep { inst: InstId::from_index(i), kind });
-                set(&mut r, i);
-                or_into(&mut r, &reach[i]);
+                added.push(Dep { inst: InstId::from_index(i), kind });
+                if cover.len() < COVER_CAP {
+                    cover.push(i);
+                    cover.extend(direct(i, &new_deps).into_iter().take(COVER_CAP.saturating_sub(cover.len())));
+                    cover.sort_unstable();
+                    cover.dedup();
+                }
+            }
+            new_deps[j] = added;
+        }
+        for a in &mine {
+            if !a.write {
+                runs.read(a.lo, a.hi, (j, a.loc));
             }
         }
-        reach.push(r);
+        for a in &mine {
+            if a.write {
+                runs.write(a.lo, a.hi, (j, a.loc));
+            }
+        }
     }
     if report.added() > 0 {
         crate::marks::hit(match space {
@@ -218,4 +337,32 @@ fn analyze_function(m: &Module, fi: usize, space: Space) -> (AntiDepReport, Vec<
         });
     }
     (report, new_deps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(i: usize) -> MemLocId {
+        MemLocId::from_index(i)
+    }
+
+    #[test]
+    fn reuse_detection_finds_every_overlapping_location() {
+        // 0 and 2 overlap through a long 0; 1 is nested in 0; 3 touches 2's end only; 4 is empty.
+        let placed = vec![(0, 100, id(0)), (10, 20, id(1)), (50, 60, id(2)), (100, 110, id(3)), (5, 5, id(4))];
+        assert_eq!(reused_locations(placed, 5), vec![true, true, true, false, false]);
+        assert_eq!(reused_locations(vec![(0, 4, id(0)), (4, 8, id(1))], 2), vec![false, false]);
+    }
+
+    #[test]
+    fn runs_keep_the_last_writer_and_readers_since() {
+        let mut r = Runs::default();
+        r.write(0, 100, (0, id(0)));
+        r.read(50, 150, (1, id(1)));
+        r.write(20, 60, (2, id(2)));
+        let mut seen = Vec::new();
+        r.visit(0, 200, |run| seen.push((run.end, run.writer.map(|w| w.0), run.readers.len())));
+        assert_eq!(seen, vec![(20, Some(0), 0), (60, Some(2), 0), (100, Some(0), 1), (150, None, 1)]);
+    }
 }

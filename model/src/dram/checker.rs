@@ -1,8 +1,13 @@
 //! The independent checker of an allocation of an abstract [`Problem`]
-//! (DESIGN.md invariant 3). A brute-force pairwise scan that shares no code with
-//! the interval tree, the region computation or `search`: it recomputes the
-//! aligned sizes, the HWM floor, the CC-buffer ceiling and interval
-//! intersection itself, from the problem and the config alone.
+//! (DESIGN.md invariant 3). It shares no code with the interval tree, the
+//! region computation or `search`: it recomputes the aligned sizes, the HWM
+//! floor, the CC-buffer ceiling and interval intersection itself, from the
+//! problem and the config alone; overlaps come from the checkers' own sweep
+//! ([`super::sweep`]).
+//!
+//! Cost: O(n) for the per-location rules, O(s log s + k log k) for the overlap
+//! sweep over s live intervals with k overlapping pairs (see [`super::sweep`]
+//! for the term while an overlap is live); memory O(n + s).
 //!
 //! The page rule it checks is the seed's: a location of at most one page must
 //! not straddle a page boundary; a larger one takes the raw gap start, which
@@ -153,20 +158,6 @@ pub enum Violation {
     },
 }
 
-/// The first time two inclusive interval lists share, if any.
-fn common_time(a: &[super::problem::LiveInterval], b: &[super::problem::LiveInterval]) -> Option<u64> {
-    let mut best: Option<u64> = None;
-    for x in a {
-        for y in b {
-            let lo = x.def.max(y.def);
-            if lo <= x.last_use.min(y.last_use) {
-                best = Some(best.map_or(lo, |t| t.min(lo)));
-            }
-        }
-    }
-    best
-}
-
 /// Checks `addresses` (one per location) against every rule; returns every violation.
 pub fn check(problem: &Problem, config: &AllocConfig, addresses: &[u64]) -> Vec<Violation> {
     let locs = &problem.locations;
@@ -250,35 +241,61 @@ pub fn check(problem: &Problem, config: &AllocConfig, addresses: &[u64]) -> Vec<
             out.push(Violation::PageStraddle { index, name: name(), address, size, page });
         }
     }
-    // The brute-force pairwise scan.
-    for a in 0..locs.len() {
-        let Some((a_lo, a_hi)) = ranges[a] else {
-            continue;
-        };
-        if a_lo == a_hi {
-            continue;
-        }
-        for b in a + 1..locs.len() {
-            let Some((b_lo, b_hi)) = ranges[b] else {
-                continue;
-            };
-            if b_lo == b_hi || a_lo >= b_hi || b_lo >= a_hi {
-                continue;
-            }
-            if let Some(time) = common_time(&locs[a].intervals, &locs[b].intervals) {
-                out.push(Violation::Overlap {
-                    a,
-                    a_name: locs[a].name.clone(),
-                    a_lo,
-                    a_hi,
-                    b,
-                    b_name: locs[b].name.clone(),
-                    b_lo,
-                    b_hi,
-                    time,
-                });
-            }
-        }
+    // The overlap sweep over the representable, nonempty ranges.
+    let spans: Vec<(u64, u64)> = ranges.iter().map(|r| r.unwrap_or((0, 0))).collect();
+    let segs: Vec<(usize, u64, u64)> =
+        locs.iter().enumerate().flat_map(|(i, l)| l.intervals.iter().map(move |x| (i, x.def, x.last_use))).collect();
+    for (a, b, time) in super::sweep::overlapping_pairs(&spans, segs) {
+        let ((a_lo, a_hi), (b_lo, b_hi)) = (spans[a], spans[b]);
+        out.push(Violation::Overlap {
+            a,
+            a_name: locs[a].name.clone(),
+            a_lo,
+            a_hi,
+            b,
+            b_name: locs[b].name.clone(),
+            b_lo,
+            b_hi,
+            time,
+        });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dram::config::Order;
+    use crate::dram::problem::{LiveInterval, Location};
+
+    /// `n` one-page buffers, `k` live over [k, k + 1], placed round-robin on 3 pages (valid).
+    fn ring(n: usize) -> (Problem, Vec<u64>) {
+        let locations = (0..n)
+            .map(|k| Location::new(format!("b{k}"), 4096, 1, vec![LiveInterval::new(k as u64, k as u64 + 1)]))
+            .collect();
+        let addresses = (0..n).map(|k| (k as u64 % 3) * 4096).collect();
+        (Problem { locations, cc_operands: Vec::new() }, addresses)
+    }
+
+    #[test]
+    fn an_overlap_planted_at_buffer_99990_of_100k_is_the_only_violation() {
+        let config = AllocConfig::minimalloc(1, u64::MAX, Order::Seed);
+        let (problem, mut addresses) = ring(100_000);
+        assert_eq!(check(&problem, &config, &addresses), vec![]);
+        // b99990 (live 99990..=99991) moved by one byte onto b99989's page (live 99989..=99990).
+        addresses[99_990] = addresses[99_989] + 4095;
+        let v = check(&problem, &config, &addresses);
+        let want = Violation::Overlap {
+            a: 99_989,
+            a_name: "b99989".into(),
+            a_lo: addresses[99_989],
+            a_hi: addresses[99_989] + 4096,
+            b: 99_990,
+            b_name: "b99990".into(),
+            b_lo: addresses[99_989] + 4095,
+            b_hi: addresses[99_989] + 8191,
+            time: 99_990,
+        };
+        assert_eq!(v, vec![want]);
+    }
 }

@@ -152,13 +152,16 @@ pub fn parse(file: &str, text: &str) -> Result<CsvProblem, CsvError> {
     }
     let (align_c, offset_c) = (col("alignment"), col("offset"));
     let mut rows = Vec::new();
-    let mut ids = BTreeSet::new();
+    // Membership only (nothing iterates it): a hash set keeps a million-row file linear.
+    let mut ids: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut fields: Vec<&str> = Vec::with_capacity(header.len());
     for (line, l) in lines {
-        let fields: Vec<String> = l.split(',').map(|f| f.trim().to_string()).collect();
+        fields.clear();
+        fields.extend(l.split(',').map(str::trim));
         if fields.len() != header.len() {
             return Err(err(line, CsvErrorKind::FieldCount { expected: header.len(), got: fields.len() }));
         }
-        let num = |c: usize| number(&header[c], &fields[c]).map_err(|k| err(line, k));
+        let num = |c: usize| number(&header[c], fields[c]).map_err(|k| err(line, k));
         let lower = num(lower_c)?;
         let upper = upper_c.map(num).transpose()?;
         let end = end_c.map(num).transpose()?;
@@ -185,11 +188,12 @@ pub fn parse(file: &str, text: &str) -> Result<CsvProblem, CsvError> {
             Some(c) if !fields[c].is_empty() => Some(num(c)?),
             _ => None,
         };
-        let id = fields[id_c].clone();
-        if !ids.insert(id.clone()) {
-            return Err(err(line, CsvErrorKind::DuplicateId(id)));
+        let id = fields[id_c];
+        if !ids.insert(id) {
+            return Err(err(line, CsvErrorKind::DuplicateId(id.to_string())));
         }
-        rows.push(CsvRow { line, fields, id, lower, upper, size, alignment, offset });
+        let fields = fields.iter().map(|f| f.to_string()).collect();
+        rows.push(CsvRow { line, fields, id: id.to_string(), lower, upper, size, alignment, offset });
     }
     Ok(CsvProblem { header, rows })
 }

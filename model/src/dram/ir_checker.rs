@@ -3,7 +3,8 @@
 //! liveness, `search`, the region computation or the driver: it walks the
 //! blocks itself ([`live`]), recomputes page rounding, the HWM floor, the
 //! CC-buffer ceiling and the slabs from the IR and three numbers
-//! ([`IrCheckConfig`]), and scans every pair by brute force.
+//! ([`IrCheckConfig`]), and finds overlaps with the checkers' own sweep
+//! ([`super::sweep`], which no allocator code uses).
 //!
 //! Rules, per module (per-core, in core order):
 //! - every DRAM Internal/Spill/Shared location a function touches has an address;
@@ -22,14 +23,31 @@
 //!
 //! Assumption: no Internal/Spill/Shared location was addressed before
 //! allocation (true of generated and split programs); a hand-placed one is
-//! checked like an allocated one. It returns every violation.
+//! checked like an allocated one. A location of zero bytes overlaps nothing.
+//! It returns every violation.
+//!
+//! **Liveness of a dead def** (seed 004, "The Interval-Tree Liveness Model":
+//! intervals are emitted per def->use edge, and a location with no use is
+//! still a candidate, dram_build.cpp:61): a write no read follows is live at
+//! its own position only ([`live`]), so it may share bytes with anything not
+//! live there, and it is placed and checked like any other location.
+//! Unaddressed Input/Output/Weight locations are the loader's to place
+//! (seed 004: the allocator places usage {7, 9} only) and are not checked
+//! here; addressed ones set the floor.
+//!
+//! **Cost.** Per function O(t log t) for its t touches (the liveness walk),
+//! O(s log s + k log k) for the overlap sweep over the s live segments of the
+//! private locations with k overlapping pairs ([`super::sweep`]), O(i log n) for the
+//! CC operands of i instructions; across modules O(S log S + k) for S owned
+//! shared buffers, and O(L log L) for the views' target lookups over L
+//! locations. Memory linear in the program.
 
 mod live;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::ir::{MemLocId, MemType, MemoryLocation, Module, Usage};
-use live::{first_common, live_segments};
+use live::live_segments;
 
 /// The three numbers the checker needs (from the pipeline's options).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -218,6 +236,7 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
     };
     // Every owned shared buffer of every core: (core, name, lo, hi).
     let mut owned: Vec<(u32, String, u64, u64)> = Vec::new();
+    let mut targets = Targets::new(modules);
     for (index, m) in modules.iter().enumerate() {
         let core = core_of(m, index);
         let floor = m
@@ -270,30 +289,42 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
             check_region(m, f, &private, &region, cfg, &mut out);
             let region = Region { core, floor: slab_lo, ceiling: slab_hi, region_lo: slab_lo };
             check_region(m, f, &shared, &region, cfg, &mut out);
-            for (&a, i) in private.iter().zip(0..) {
-                for &b in &private[i + 1..] {
-                    overlap(m, core, a, b, &segs[&a], &segs[&b], &mut out);
-                }
-            }
+            overlaps(m, core, &private, &segs, &mut out);
             for id in shared {
                 let l = m.loc(id);
                 let lo = l.address.unwrap_or(0);
                 owned.push((core, l.name.clone(), lo, lo.saturating_add(page_up(l.byte_size()))));
             }
         }
-        check_views(modules, index, &mut out);
+        check_views(&mut targets, index, &mut out);
     }
     owned.sort();
     owned.dedup();
-    for (i, a) in owned.iter().enumerate() {
-        for b in &owned[i + 1..] {
-            if a.2 < b.3 && b.2 < a.3 {
-                let (a_core, a_name, b_core, b_name) = (a.0, a.1.clone(), b.0, b.1.clone());
-                out.push(IrViolation::SharedOverlap { a_core, a: a_name, b_core, b: b_name });
+    for (i, j) in shared_overlaps(&owned) {
+        let (a, b) = (&owned[i], &owned[j]);
+        let (a_core, a_name, b_core, b_name) = (a.0, a.1.clone(), b.0, b.1.clone());
+        out.push(IrViolation::SharedOverlap { a_core, a: a_name, b_core, b: b_name });
+    }
+    out
+}
+
+/// Index pairs `(i, j)`, `i < j`, of `owned` (core, name, lo, hi) whose ranges
+/// share a byte, sorted: a scan by first byte, O(S log S + k).
+fn shared_overlaps(owned: &[(u32, String, u64, u64)]) -> Vec<(usize, usize)> {
+    let mut by_lo: Vec<usize> = (0..owned.len()).collect();
+    by_lo.sort_unstable_by_key(|&i| (owned[i].2, i));
+    let mut pairs = Vec::new();
+    for (k, &i) in by_lo.iter().enumerate() {
+        let (lo, hi) = (owned[i].2, owned[i].3);
+        // Every later item starts at or after `lo`; it shares a byte iff it starts before `hi` and ends after `lo`.
+        for &j in by_lo[k + 1..].iter().take_while(|&&j| owned[j].2 < hi) {
+            if lo < owned[j].3 {
+                pairs.push((i.min(j), i.max(j)));
             }
         }
     }
-    out
+    pairs.sort_unstable();
+    pairs
 }
 
 struct Region {
@@ -361,38 +392,72 @@ fn check_region(
     }
 }
 
-fn overlap(
+/// Every pair of `private` (ascending ids) sharing bytes while both live, in pair order.
+fn overlaps(
     m: &Module,
     core: u32,
-    a: MemLocId,
-    b: MemLocId,
-    sa: &[(u64, u64)],
-    sb: &[(u64, u64)],
+    private: &[MemLocId],
+    segs: &BTreeMap<MemLocId, Vec<(u64, u64)>>,
     out: &mut Vec<IrViolation>,
 ) {
-    let (la, lb) = (m.loc(a), m.loc(b));
-    let a_lo = la.address.unwrap_or(0);
-    let b_lo = lb.address.unwrap_or(0);
-    let a_hi = a_lo.saturating_add(page_up(la.byte_size()));
-    let b_hi = b_lo.saturating_add(page_up(lb.byte_size()));
-    if a_lo >= b_hi || b_lo >= a_hi {
-        return;
-    }
-    if let Some(time) = first_common(sa, sb) {
-        let (a, b) = (la.name.clone(), lb.name.clone());
+    let range = |id: MemLocId| {
+        let l = m.loc(id);
+        let lo = l.address.unwrap_or(0);
+        (lo, lo.saturating_add(page_up(l.byte_size())))
+    };
+    let ranges: Vec<(u64, u64)> = private.iter().map(|&id| range(id)).collect();
+    let lists: Vec<(usize, u64, u64)> = private
+        .iter()
+        .enumerate()
+        .flat_map(|(i, id)| segs.get(id).into_iter().flatten().map(move |&(f, t)| (i, f, t)))
+        .collect();
+    for (i, j, time) in super::sweep::overlapping_pairs(&ranges, lists) {
+        let ((a_lo, a_hi), (b_lo, b_hi)) = (ranges[i], ranges[j]);
+        let (a, b) = (m.loc(private[i]).name.clone(), m.loc(private[j]).name.clone());
         out.push(IrViolation::Overlap { core, a, a_lo, a_hi, b, b_lo, b_hi, time });
     }
 }
 
+/// The views' target lookup: the first module of each core, and a name index
+/// per module built on first use (the first location of a name, as a linear
+/// search would find it).
+struct Targets<'a> {
+    modules: &'a [Module],
+    by_core: BTreeMap<u32, usize>,
+    names: Vec<Option<BTreeMap<&'a str, usize>>>,
+}
+
+impl<'a> Targets<'a> {
+    fn new(modules: &'a [Module]) -> Self {
+        let mut by_core = BTreeMap::new();
+        for (i, t) in modules.iter().enumerate() {
+            by_core.entry(core_of(t, i)).or_insert(i);
+        }
+        Targets { modules, by_core, names: vec![None; modules.len()] }
+    }
+
+    fn find(&mut self, core: u32, name: &str) -> Option<&'a MemoryLocation> {
+        let modules = self.modules;
+        let &ti = self.by_core.get(&core)?;
+        let t = &modules[ti];
+        let index = self.names[ti].get_or_insert_with(|| {
+            let mut map = BTreeMap::new();
+            for (k, x) in t.memlocs.iter().enumerate() {
+                map.entry(x.name.as_str()).or_insert(k);
+            }
+            map
+        });
+        index.get(name).map(|&k| &t.memlocs[k])
+    }
+}
+
 /// Every view of module `index` equals its target's (address, partition, bank).
-fn check_views(modules: &[Module], index: usize, out: &mut Vec<IrViolation>) {
-    let m = &modules[index];
+fn check_views(targets: &mut Targets<'_>, index: usize, out: &mut Vec<IrViolation>) {
+    let m = &targets.modules[index];
     let core = core_of(m, index);
     for l in &m.memlocs {
         let Some(r) = &l.remote_local_target else { continue };
-        let target_module = modules.iter().enumerate().find(|(i, t)| core_of(t, *i) == r.core).map(|(_, t)| t);
-        let target = target_module.and_then(|t| t.memlocs.iter().find(|x| x.name == r.name));
-        let Some(t) = target else {
+        let Some(t) = targets.find(r.core, &r.name) else {
             let (view, target, target_core) = (l.name.clone(), r.name.clone(), r.core);
             out.push(IrViolation::MissingRemote { core, view, target, target_core });
             continue;

@@ -40,6 +40,7 @@ pub mod select;
 pub mod shared;
 pub mod simplify;
 pub mod svg;
+mod sweep;
 
 pub use allocate::{
     AllocReport, DEFAULT_DRAM_REGION, DEFAULT_SHARED_CORE_CAP_MIB, DramError, DramOptions, Space, allocate_module,

@@ -167,10 +167,12 @@ impl Problem {
         let mut events: Vec<(Time, bool, u64)> = Vec::new(); // (time, is_end, size)
         for l in &self.locations {
             let size = l.aligned_size().ok_or_else(|| AllocError::SizeOverflow { name: l.name.clone() })?;
-            let mut iv = l.intervals.clone();
-            iv.sort_unstable();
-            let mut merged: Vec<LiveInterval> = Vec::new();
-            for i in iv {
+            let mut iv = std::borrow::Cow::Borrowed(&l.intervals[..]);
+            if !iv.is_sorted() {
+                iv.to_mut().sort_unstable();
+            }
+            let mut merged: Vec<LiveInterval> = Vec::with_capacity(iv.len());
+            for &i in iv.iter() {
                 match merged.last_mut() {
                     Some(m) if i.def <= m.last_use.saturating_add(1) => m.last_use = m.last_use.max(i.last_use),
                     _ => merged.push(i),

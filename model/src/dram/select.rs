@@ -101,12 +101,17 @@ fn run(
         Order::Seed => simplify(&pinned, oracle),
         Order::Size => {
             let sizes: Vec<u64> = r.infos.iter().map(|i| i.aligned_size).collect();
-            let spans: Vec<u64> = (0..r.len())
-                .map(|i| {
-                    let loc = &problem.locations[r.infos[i].location as usize];
-                    loc.intervals.iter().fold(0u64, |s, iv| s.saturating_add((iv.last_use - iv.def).saturating_add(1)))
+            // Spans in problem order (one pass over the locations' interval lists), then by dense id.
+            let by_location: Vec<u64> = problem
+                .locations
+                .iter()
+                .map(|loc| {
+                    loc.intervals
+                        .iter()
+                        .fold(0u64, |s, iv| s.saturating_add(iv.last_use.saturating_sub(iv.def).saturating_add(1)))
                 })
                 .collect();
+            let spans: Vec<u64> = r.infos.iter().map(|i| by_location[i.location as usize]).collect();
             size_order(&pinned, &sizes, &spans)
         }
     };

@@ -3,7 +3,10 @@
 //! with the driver's forward def->use walk; both implement one definition:
 //! a location is live at every instruction that touches it, and between a
 //! read and the writes whose bytes it may see (back to the last full
-//! overwrite before the read, or the first write).
+//! overwrite before the read, or the first write). A write no read follows
+//! is live at its own position only.
+//!
+//! Cost: O(t log t) for the function's t (instruction, location) touches.
 
 use std::collections::BTreeMap;
 
@@ -68,20 +71,6 @@ fn segments(ev: &[(u64, Touch)]) -> Vec<(u64, u64)> {
     out
 }
 
-/// The first position both segment lists cover, if any.
-pub fn first_common(a: &[(u64, u64)], b: &[(u64, u64)]) -> Option<u64> {
-    let mut best = None;
-    for &(a0, a1) in a {
-        for &(b0, b1) in b {
-            let lo = a0.max(b0);
-            if lo <= a1.min(b1) && best.is_none_or(|x| lo < x) {
-                best = Some(lo);
-            }
-        }
-    }
-    best
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,7 +98,5 @@ mod tests {
         );
         // A read before any write is live only at its own position.
         assert_eq!(segments(&[(1, t(true, false, false)), (2, t(false, true, true))]), vec![(1, 1), (2, 2)]);
-        assert_eq!(first_common(&[(0, 2), (6, 9)], &[(3, 7)]), Some(6));
-        assert_eq!(first_common(&[(0, 2)], &[(3, 7)]), None);
     }
 }
