@@ -168,6 +168,130 @@ pub fn run_interleaved(modules: &[Module], inputs: &Values, seed: u64) -> Result
     Ok(out)
 }
 
+/// Runs the core functions of a linked module (those with a NeuronCoreId)
+/// in the interleaving chosen by `seed`, respecting exactly what the
+/// hardware respects: each engine runs its instructions in program order,
+/// an instruction starts only when every instruction it depends on (any
+/// edge kind) has finished, and a core barrier finishes when every
+/// participant core arrived at its group. Accesses use the linked
+/// locations directly (views are already redirected to their unified
+/// location). Unlike [`super::interp::interpret`], which runs each core
+/// function in program order, a linked module that lost a dependency edge
+/// gives different outputs for some seeds. Returns every output location's values.
+///
+/// Cost: O(n + e) for n instructions and e edges (a ready list with O(1)
+/// random draws; each edge is released once), plus the element work.
+pub fn run_linked_interleaved(linked: &Module, inputs: &Values, seed: u64) -> Result<Values, InterleaveError> {
+    linked.verify().map_err(|e| InterleaveError::Interp { core: 0, err: e.into() })?;
+    let mut mem = initial_memory(linked, inputs).map_err(|err| InterleaveError::Interp { core: 0, err })?;
+    // Engine streams: (function, engine) -> instructions in program order.
+    let funcs: Vec<usize> =
+        (0..linked.functions.len()).filter(|&f| linked.functions[f].attrs.neuron_core_id.is_some()).collect();
+    let mut streams: Vec<(usize, Vec<InstId>)> = Vec::new();
+    // Per function: undone dependencies, dependents, and (stream, position) of each instruction.
+    let mut undone: Vec<Vec<u32>> = Vec::new();
+    let mut users: Vec<Vec<Vec<InstId>>> = Vec::new();
+    let mut at: Vec<Vec<(usize, usize)>> = Vec::new();
+    for (k, &f) in funcs.iter().enumerate() {
+        let func = &linked.functions[f];
+        let mut by_engine: BTreeMap<Engine, usize> = BTreeMap::new();
+        let mut pos = vec![(usize::MAX, 0); func.insts.len()];
+        for id in func.order() {
+            let s = *by_engine.entry(func.insts[id.index()].engine).or_insert_with(|| {
+                streams.push((k, Vec::new()));
+                streams.len() - 1
+            });
+            pos[id.index()] = (s, streams[s].1.len());
+            streams[s].1.push(id);
+        }
+        let mut u = vec![Vec::new(); func.insts.len()];
+        let mut n = vec![0u32; func.insts.len()];
+        for (i, inst) in func.insts.iter().enumerate() {
+            for d in &inst.deps {
+                u[d.inst.index()].push(InstId::from_index(i));
+                n[i] += 1;
+            }
+        }
+        undone.push(n);
+        users.push(u);
+        at.push(pos);
+    }
+    let mut pc = vec![0usize; streams.len()];
+    let mut ready: Vec<usize> = Vec::new();
+    // Queued in `ready`, or arrived at a barrier and waiting for its group: not to be queued again.
+    let mut queued = vec![false; streams.len()];
+    let head_ready = |s: usize, pc: &[usize], undone: &[Vec<u32>], streams: &[(usize, Vec<InstId>)]| {
+        let (k, ids) = &streams[s];
+        ids.get(pc[s]).is_some_and(|id| undone[*k][id.index()] == 0)
+    };
+    for (s, q) in queued.iter_mut().enumerate() {
+        if head_ready(s, &pc, &undone, &streams) {
+            ready.push(s);
+            *q = true;
+        }
+    }
+    let mut arrived: BTreeMap<u32, (Vec<u32>, Vec<usize>)> = BTreeMap::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut finished: Vec<usize> = Vec::new();
+    while !ready.is_empty() {
+        let s = ready.swap_remove(rng.random_range(0..ready.len()));
+        queued[s] = false;
+        let k = streams[s].0;
+        let func = &linked.functions[funcs[k]];
+        let id = streams[s].1[pc[s]];
+        let inst = &func.insts[id.index()];
+        finished.clear();
+        match &inst.op {
+            Op::CoreBarrier(b) => {
+                let e = arrived.entry(b.group).or_insert_with(|| (b.participants.clone(), Vec::new()));
+                if e.0 != b.participants {
+                    return Err(InterleaveError::BarrierMismatch(b.group));
+                }
+                e.1.push(s);
+                if e.1.len() < e.0.len() {
+                    queued[s] = true; // blocked at the barrier until the group completes
+                    continue;
+                }
+                finished.append(&mut e.1);
+                for &t in &finished {
+                    queued[t] = false;
+                }
+            }
+            Op::Return | Op::SwitchQueueInstance { .. } | Op::SemWait { .. } | Op::SemSignal { .. } => finished.push(s),
+            _ => {
+                execute(inst, &mut |ap: &AccessPattern| ap.loc.index(), &mut mem);
+                finished.push(s);
+            }
+        }
+        for &t in &finished {
+            let kt = streams[t].0;
+            let done = streams[t].1[pc[t]];
+            pc[t] += 1;
+            for &u in &users[kt][done.index()] {
+                let n = &mut undone[kt][u.index()];
+                *n = n.saturating_sub(1);
+                let (us, _) = at[kt][u.index()];
+                if *n == 0 && us != usize::MAX && !queued[us] && head_ready(us, &pc, &undone, &streams) {
+                    ready.push(us);
+                    queued[us] = true;
+                }
+            }
+            if !queued[t] && head_ready(t, &pc, &undone, &streams) {
+                ready.push(t);
+                queued[t] = true;
+            }
+        }
+    }
+    let stuck: BTreeSet<usize> = (0..streams.len())
+        .filter(|&s| pc[s] < streams[s].1.len())
+        .map(|s| linked.functions[funcs[streams[s].0]].attrs.neuron_core_id.unwrap_or(0) as usize)
+        .collect();
+    if !stuck.is_empty() {
+        return Err(InterleaveError::Deadlock(stuck.into_iter().collect()));
+    }
+    Ok(super::interp::outputs(linked, &mem))
+}
+
 /// The ready cores as a Fenwick tree of 0/1 over core indices: O(log C)
 /// membership changes and selection of the k-th ready core in core order.
 struct ReadySet {
