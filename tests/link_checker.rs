@@ -7,8 +7,9 @@ mod link_fixtures;
 
 use lncsim_model::ir::{self, *};
 use lncsim_model::link::checker::ViolationKind;
+use lncsim_model::link::checker::{check_linked, check_tensor_map};
 use lncsim_model::link::pipeline::per_core_modules;
-use lncsim_model::link::{LinkViolation, check_link, link};
+use lncsim_model::link::{LinkDirError, LinkError, LinkOptions, LinkViolation, check_link, dry_run, link, link_with};
 use lncsim_model::program::{GenConfig, SizeClass, generate};
 
 /// A generated 4-core program with handoffs, split and linked.
@@ -193,4 +194,206 @@ fn every_violation_is_returned_not_just_the_first() {
     for want in [ViolationKind::Header, ViolationKind::Barrier, ViolationKind::Alias, ViolationKind::Queue] {
         assert!(k.contains(&want), "{want:?} missing from {v:#?}");
     }
+}
+
+/// Core function 1 of `m` (core 1), and the index of its first copied instruction with edges.
+fn with_edges(m: &Module) -> (usize, String) {
+    let f = &m.functions[2];
+    let i = f.insts.iter().position(|i| i.name.starts_with('i') && !i.deps.is_empty()).unwrap();
+    (i, f.insts[i].name.clone())
+}
+
+#[test]
+fn a_dropped_added_or_mis_mapped_dependency_edge_is_reported() {
+    let (inputs, m) = linked4();
+    let (i, name) = with_edges(&m);
+    let needle = format!("core 1 `{name}`: edges are not the input's");
+
+    let mut dropped = m.clone();
+    let lost = dropped.functions[2].insts[i].deps.pop().unwrap();
+    let v = check_link(&inputs, &dropped);
+    assert_eq!(kinds(&v), [ViolationKind::Edge], "{v:#?}");
+    let target = &m.functions[2].insts[lost.inst.index()].name;
+    assert!(
+        has(&v, ViolationKind::Edge, &format!("{needle}: missing [(\"{target}\", {:?})], unexpected []", lost.kind)),
+        "{v:#?}"
+    );
+
+    let mut added = m.clone();
+    let other = (0..added.functions[2].insts.len())
+        .find(|&k| k != i && !m.functions[2].insts[i].deps.iter().any(|d| d.inst.index() == k))
+        .unwrap();
+    added.functions[2].insts[i].deps.push(Dep { inst: InstId::from_index(other), kind: EdgeKind::Data });
+    let v = check_link(&inputs, &added);
+    let other_name = &m.functions[2].insts[other].name;
+    assert!(
+        has(&v, ViolationKind::Edge, &format!("{needle}: missing [], unexpected [(\"{other_name}\", Data)]")),
+        "{v:#?}"
+    );
+
+    let mut mis = m.clone();
+    let d = &mut mis.functions[2].insts[i].deps[0];
+    let was = d.inst;
+    d.inst = InstId::from_index(other);
+    let v = check_link(&inputs, &mis);
+    let was_name = &m.functions[2].insts[was.index()].name;
+    assert!(has(&v, ViolationKind::Edge, &needle) && has(&v, ViolationKind::Edge, was_name), "{v:#?}");
+    assert!(has(&v, ViolationKind::Edge, other_name), "{v:#?}");
+
+    // An edge of a kind other than the input's is a different edge.
+    let mut kind = m.clone();
+    let d = &mut kind.functions[2].insts[i].deps[0];
+    d.kind = if d.kind == EdgeKind::Control { EdgeKind::Data } else { EdgeKind::Control };
+    assert!(has(&check_link(&inputs, &kind), ViolationKind::Edge, &needle));
+}
+
+#[test]
+fn the_inserted_edges_are_checked_too() {
+    let (inputs, m) = linked4();
+    let f = 2;
+    let cb = m.functions[f].inst_by_name("cb_return_call_def_1_instance_0").unwrap();
+    let ret = m.functions[f].inst_by_name("return_call_def_1_instance_0").unwrap();
+
+    let mut sink_lost = m.clone();
+    sink_lost.functions[f].insts[cb.index()].deps.pop().unwrap();
+    let v = check_link(&inputs, &sink_lost);
+    assert!(
+        has(&v, ViolationKind::Edge, "`cb_return_call_def_1_instance_0`: not on exactly the input's sinks"),
+        "{v:#?}"
+    );
+
+    let mut ret_free = m.clone();
+    ret_free.functions[f].insts[ret.index()].deps.clear();
+    let v = check_link(&inputs, &ret_free);
+    assert!(
+        has(&v, ViolationKind::Edge, "`return_call_def_1_instance_0`: not on exactly its completion barrier"),
+        "{v:#?}"
+    );
+
+    // A switch inserted before a DMA: the DMA's extra edge is allowed, a second dependent is not.
+    let sqi = m
+        .functions
+        .iter()
+        .enumerate()
+        .find_map(|(fi, func)| func.insts.iter().position(|i| i.name.starts_with("I-SQI-")).map(|k| (fi, k)));
+    let (fi, k) = sqi.expect("the generated program drives a queue: a switch is inserted");
+    let mut two = m.clone();
+    let user = two.functions[fi]
+        .insts
+        .iter()
+        .position(|i| i.name.starts_with('i') && !matches!(i.op, Op::DmaCopy { .. }))
+        .unwrap();
+    two.functions[fi].insts[user].deps.push(Dep { inst: InstId::from_index(k), kind: EdgeKind::Control });
+    let v = check_link(&inputs, &two);
+    assert!(has(&v, ViolationKind::Edge, "an inserted switch must have exactly one dependent"), "{v:#?}");
+    assert!(has(&v, ViolationKind::Edge, "edges are not the input's"), "{v:#?}");
+
+    let mut orphan = m.clone();
+    for i in &mut orphan.functions[fi].insts {
+        i.deps.retain(|d| d.inst.index() != k);
+    }
+    let v = check_link(&inputs, &orphan);
+    assert!(has(&v, ViolationKind::Edge, "an inserted switch must have exactly one dependent"), "{v:#?}");
+}
+
+#[test]
+fn sets_and_arguments_that_disagree_with_the_locations_are_reported() {
+    let (inputs, m) = linked4();
+    let set = |m: &Module, name: &str| m.sets.iter().position(|s| s.name == name).unwrap();
+    let internal = m.memlocs.iter().position(|l| l.usage == Usage::Internal).unwrap();
+    let iname = m.memlocs[internal].name.clone();
+
+    let mut wrong = m.clone();
+    let o = set(&wrong, "outputs");
+    wrong.sets[o].locs.push(MemLocId::from_index(internal));
+    let v = check_link(&inputs, &wrong);
+    assert!(has(&v, ViolationKind::Set, &format!("set `outputs` holds `{iname}`, a Internal location")), "{v:#?}");
+    assert!(has(&v, ViolationKind::Set, "which no input listed there"), "{v:#?}");
+
+    let mut lost = m.clone();
+    let s = set(&lost, "inputs");
+    let gone = lost.sets[s].locs.remove(0);
+    let v = check_link(&inputs, &lost);
+    let gname = &m.memlocs[gone.index()].name;
+    assert!(has(&v, ViolationKind::Set, &format!("set `inputs` lost `{gname}`")), "{v:#?}");
+
+    let mut renamed = m.clone();
+    renamed.sets[0].name = "others".into();
+    assert!(has(&check_link(&inputs, &renamed), ViolationKind::Set, "the inputs have"));
+
+    let mut disp = m.clone();
+    let a = disp.functions[0].args.pop().unwrap();
+    let v = check_link(&inputs, &disp);
+    let aname = &m.memlocs[a.index()].name;
+    assert!(
+        has(
+            &v,
+            ViolationKind::Argument,
+            &format!("dispatcher arguments are not the core functions': missing [\"{aname}\"]")
+        ),
+        "{v:#?}"
+    );
+
+    let mut core_arg = m.clone();
+    core_arg.functions[1].args.push(MemLocId::from_index(internal));
+    core_arg.functions[0].args.push(MemLocId::from_index(internal));
+    let v = check_link(&inputs, &core_arg);
+    assert!(has(&v, ViolationKind::Argument, &format!("unexpected [\"{iname}\"]")), "{v:#?}");
+    assert!(
+        has(&v, ViolationKind::Argument, &format!("dispatcher argument `{iname}` is not an external tensor")),
+        "{v:#?}"
+    );
+}
+
+#[test]
+fn a_tensor_map_that_disagrees_with_the_locations_is_reported() {
+    let modules = per_core_modules(&generate(&GenConfig::new(3, 4, SizeClass::Small))).unwrap();
+    let linked = link_with(&modules, &LinkOptions::default()).unwrap();
+    assert_eq!(check_linked(&modules, &linked), vec![]);
+    let mut tm = linked.tensor_map.clone();
+    let first = tm.entries.keys().next().unwrap().clone();
+    tm.entries.get_mut(&first).unwrap().sim_format = "float32".into();
+    let v = check_tensor_map(&linked.module, &tm);
+    assert!(has(&v, ViolationKind::TensorMap, &format!("entry `{first}` disagrees with its location")), "{v:#?}");
+    tm.entries.remove(&first);
+    let mut stray = linked.tensor_map.entries[&first].clone();
+    stray.layer_name = "stray".into();
+    tm.entries.insert("stray".into(), stray);
+    let v = check_tensor_map(&linked.module, &tm);
+    assert!(has(&v, ViolationKind::TensorMap, &format!("external `{first}` has no entry")), "{v:#?}");
+    assert!(has(&v, ViolationKind::TensorMap, "entry `stray` names no external location"), "{v:#?}");
+}
+
+#[test]
+fn an_output_written_on_two_cores_is_refused() {
+    let core = |c: u32| {
+        format!(
+            "module dup lnc 2 core {c}\nloc x dram input i32[4] @0x0\nloc y dram output i32[4] @0x1000\n\
+             func main\n  args x, y\n  block entry\n    a{c} = dve relu x[0..4] -> y[0..4] core {c}\n"
+        )
+    };
+    let inputs: Vec<Module> = [0, 1].iter().map(|&c| ir::parse(&core(c)).unwrap()).collect();
+    match link(&inputs) {
+        Err(LinkError::OutputWrittenTwice { name, first, second }) => {
+            assert_eq!((name.as_str(), first, second), ("y", 0, 1));
+        }
+        other => panic!("expected OutputWrittenTwice, got {other:?}"),
+    }
+}
+
+#[test]
+fn weights_too_large_to_write_are_refused_before_anything_is_written() {
+    let elems = (1u64 << 28) + 1; // 4 GiB + 4 bytes of i32, over the 1 GiB limit
+    let text = format!(
+        "module big lnc 1 core 0\nloc o dram output i32[4] @0x0\nloc w dram weight i32[{elems}] @0x1000 init 7\n\
+         func main\n  args o\n  block entry\n    a = dve relu w[0..4] -> o[0..4] core 0\n"
+    );
+    let inputs = vec![ir::parse(&text).unwrap()];
+    let root = std::env::temp_dir().join(format!("lncsim-too-large-{}", std::process::id()));
+    let opts = LinkOptions { link_dir: Some(root.clone()) };
+    let want = elems * 4;
+    assert!(matches!(dry_run(&inputs, &opts), Err(LinkError::LinkDir(LinkDirError::TooLarge(b))) if b == want));
+    assert!(matches!(link_with(&inputs, &opts), Err(LinkError::LinkDir(LinkDirError::TooLarge(b))) if b == want));
+    assert!(!root.join("big").exists(), "nothing was written");
+    let _ = std::fs::remove_dir_all(&root);
 }

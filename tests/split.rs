@@ -8,7 +8,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use lncsim_model::ir::{self, *};
-use lncsim_model::program::interleave::{InterleaveError, run_interleaved};
+use lncsim_model::program::interleave::{InterleaveError, run_interleaved, run_linked_interleaved};
 use lncsim_model::program::{GenConfig, SizeClass, Values, generate, interpret, seeded_inputs};
 use lncsim_model::split::{SplitError, split};
 use proptest::prelude::*;
@@ -197,4 +197,62 @@ fn the_interleaving_oracle_reports_a_dangling_view_a_barrier_mismatch_and_a_dupl
     let out = twice[1].loc(twice[1].loc_by_name("out").unwrap()).clone();
     twice[0].add_loc(out);
     assert_eq!(run_interleaved(&twice, &inputs, 0), Err(InterleaveError::DuplicateOutput("out".into())));
+}
+
+#[test]
+fn a_linked_module_runs_in_dependency_respecting_orders_and_a_lost_edge_shows() {
+    use lncsim_model::link::link;
+    use lncsim_model::link::pipeline::per_core_modules;
+    let p = generate(&GenConfig::new(3, 4, SizeClass::Small));
+    let inputs = seeded_inputs(&p, 1);
+    let golden = interpret(&p, &inputs).unwrap();
+    let linked = link(&per_core_modules(&p).unwrap()).unwrap();
+    for seed in 0..16 {
+        assert_eq!(run_linked_interleaved(&linked, &inputs, seed).unwrap(), golden, "seed {seed}");
+    }
+    // The linker "forgets" every dependency edge of the core functions.
+    let mut dropped = linked.clone();
+    for f in dropped.functions.iter_mut().filter(|f| f.attrs.neuron_core_id.is_some()) {
+        f.insts.iter_mut().for_each(|i| i.deps.clear());
+    }
+    // Running each core function in program order (the sequential interpreter) is blind to it.
+    assert_eq!(interpret(&dropped, &inputs).unwrap(), interpret(&linked, &inputs).unwrap());
+    let differs = (0..32).filter(|&seed| run_linked_interleaved(&dropped, &inputs, seed).unwrap() != golden).count();
+    assert!(differs > 0, "no seed out of 32 exposed the lost edges");
+}
+
+#[test]
+fn a_linked_barrier_group_that_never_completes_is_a_deadlock() {
+    use lncsim_model::link::link;
+    use lncsim_model::link::pipeline::per_core_modules;
+    let p = generate(&GenConfig::new(3, 4, SizeClass::Small));
+    let mut linked = link(&per_core_modules(&p).unwrap()).unwrap();
+    // Core 3's completion barrier moves to a group core 2 never arrives at.
+    let f = linked.functions.iter_mut().find(|f| f.attrs.neuron_core_id == Some(3)).unwrap();
+    for i in &mut f.insts {
+        if let Op::CoreBarrier(b) = &mut i.op
+            && i.name.starts_with("cb_return_")
+        {
+            b.group = 999;
+            b.participants = vec![2, 3];
+        }
+    }
+    let r = run_linked_interleaved(&linked, &seeded_inputs(&p, 1), 0);
+    assert!(matches!(&r, Err(InterleaveError::Deadlock(c)) if c.contains(&3)), "{r:?}");
+}
+
+#[test]
+fn linked_generated_programs_give_the_interpreters_outputs_in_seeded_orders() {
+    use lncsim_model::link::link;
+    use lncsim_model::link::pipeline::per_core_modules;
+    for seed in 0..24u64 {
+        let cores = 1 + (seed % 8) as u32;
+        let p = generate(&GenConfig::new(seed, cores, SizeClass::Small));
+        let inputs = seeded_inputs(&p, seed);
+        let golden = interpret(&p, &inputs).unwrap();
+        let linked = link(&per_core_modules(&p).unwrap()).unwrap();
+        for s in 0..3 {
+            assert_eq!(run_linked_interleaved(&linked, &inputs, s).unwrap(), golden, "program seed {seed}, order {s}");
+        }
+    }
 }

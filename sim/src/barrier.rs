@@ -4,8 +4,12 @@
 //! a second pending arrival on a held slot is a slot collision (a barrier ID
 //! duplicated after link). Choice: the colliding arrival still counts for its
 //! group, so one run can find a collision and what follows from it.
+//!
+//! Cost: O(log g + log p) per arrival (g pending groups, p participants:
+//! the core's participant list is sorted when the program is built), and a
+//! completing group releases its p arrivals in O(p log s) for s held slots.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::queue::Time;
 
@@ -33,6 +37,8 @@ pub(crate) enum BarrierIssue {
 struct Group {
     expected: u32,
     arrived: Vec<Arrival>,
+    /// The cores (by index) that arrived.
+    cores: BTreeSet<u32>,
 }
 
 /// Every pending group and held slot.
@@ -48,7 +54,7 @@ pub(crate) struct Barriers {
 
 impl Barriers {
     /// Records `a` at `group`, whose record says `count` participants and whose
-    /// core lists `participants` for it. Returns the group's arrivals when it completes.
+    /// core lists `participants` (sorted) for it. Returns the group's arrivals when it completes.
     pub(crate) fn arrive(
         &mut self,
         a: Arrival,
@@ -59,7 +65,7 @@ impl Barriers {
     ) -> Option<Vec<Arrival>> {
         match participants {
             None => issues.push(BarrierIssue::Mismatch("the core's barrier table has no such group".into())),
-            Some(p) if !p.contains(&a.core) => {
+            Some(p) if p.binary_search(&a.core).is_err() => {
                 issues.push(BarrierIssue::Mismatch(format!("core {} is not among participants {p:?}", a.core)))
             }
             Some(p) if p.len() as u64 != u64::from(count) => issues.push(BarrierIssue::Mismatch(format!(
@@ -73,17 +79,18 @@ impl Barriers {
             self.slots.insert(a.slot, a);
         }
         let spare = &mut self.spare;
-        let g = self
-            .groups
-            .entry(group)
-            .or_insert_with(|| Group { expected: count, arrived: spare.pop().unwrap_or_default() });
+        let g = self.groups.entry(group).or_insert_with(|| Group {
+            expected: count,
+            arrived: spare.pop().unwrap_or_default(),
+            cores: BTreeSet::new(),
+        });
         if g.expected != count {
             issues.push(BarrierIssue::Mismatch(format!(
                 "the record says {count} participants, an earlier arrival said {}",
                 g.expected
             )));
         }
-        if g.arrived.iter().any(|x| x.core_ix == a.core_ix) {
+        if !g.cores.insert(a.core_ix) {
             issues.push(BarrierIssue::Mismatch(format!("core {} arrives twice before the group completes", a.core)));
         }
         g.arrived.push(a);

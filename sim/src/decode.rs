@@ -26,10 +26,6 @@ pub(crate) struct MemRef {
     pub var: u32,
     /// Ownership identity of the var (NONE when unknown).
     pub owner: u32,
-    /// Shadow segments `[seg_lo, seg_hi)` the access covers.
-    pub seg_lo: u32,
-    /// End of the segment range.
-    pub seg_hi: u32,
     /// The access leaves its var.
     pub out_of_var: bool,
     /// A shared tensor whose var is not where the first core has it: the canonical address of this access.

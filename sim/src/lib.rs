@@ -44,6 +44,7 @@ mod exec;
 pub mod fault;
 pub mod flow;
 mod hbm;
+mod intervals;
 pub mod io;
 mod liveness;
 mod ownership;

@@ -5,6 +5,14 @@
 //! missing participants with an arrival at the group left in a stream. An
 //! engine halted on an illegal record is listed as such: it would have
 //! signalled, had it not halted.
+//!
+//! Cost: one pass over the records left on every engine, counting signals
+//! per (engine, semaphore) and collecting barrier groups per engine in
+//! ordered maps: O(r log r) for r records left, then O(log r + E) per
+//! waiting engine (E engines) and O(p log p) per barrier group of p
+//! participants, in O(r) memory. It runs once, after the event loop.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use lncsim_model::codegen::record::Opcode;
 
@@ -12,9 +20,20 @@ use crate::engine::State;
 use crate::sim::Simulation;
 use crate::violation::{WaitFor, Waiter};
 
+/// What each engine has left to do: signals per semaphore, barrier groups it will arrive at.
+struct Left {
+    signals: BTreeMap<(usize, u8), u64>,
+    arrivals: BTreeSet<(u32, usize)>,
+}
+
 impl Simulation {
     /// Every engine left waiting, with its diagnosis (empty when none waits).
     pub(crate) fn deadlock_waiters(&self) -> Vec<Waiter> {
+        let waiting = |s: State| matches!(s, State::WaitSem { .. } | State::WaitBarrier { .. });
+        if !self.engines.iter().any(|e| waiting(e.state)) {
+            return Vec::new();
+        }
+        let left = self.left();
         let mut out = Vec::new();
         for (e, eng) in self.engines.iter().enumerate() {
             let waits_for = match eng.state {
@@ -24,31 +43,47 @@ impl Simulation {
                 }
                 State::WaitBarrier { group } => {
                     let arrived: Vec<u32> = self.barriers.pending(group).iter().map(|a| a.core).collect();
+                    let seen: BTreeSet<u32> = arrived.iter().copied().collect();
                     let parts = self.cores[eng.core_ix as usize].barrier_groups.get(&group);
-                    let missing = parts.map(|p| p.iter().copied().filter(|c| !arrived.contains(c)).collect());
+                    let missing = parts.map(|p| p.iter().copied().filter(|c| !seen.contains(c)).collect());
                     WaitFor::Barrier { group, arrived, missing: missing.unwrap_or_default() }
                 }
                 _ => continue,
             };
             let could_signal = match &waits_for {
-                WaitFor::Semaphore { sem, .. } => self.signallers(eng.core_ix, *sem),
-                WaitFor::Barrier { group, missing, .. } => self.arrivers(*group, missing),
+                WaitFor::Semaphore { sem, .. } => self.signallers(&left, eng.core_ix, *sem),
+                WaitFor::Barrier { group, missing, .. } => self.arrivers(&left, *group, missing),
             };
             out.push(Waiter { site: self.site(e, eng.pc, None), waits_for, could_signal });
         }
         out
     }
 
-    /// Engines of core `core_ix` with a record left that increments `sem`.
-    fn signallers(&self, core_ix: u32, sem: u8) -> Vec<String> {
-        let mut out = Vec::new();
-        for (e, eng) in self.engines.iter().enumerate().filter(|(_, x)| x.core_ix == core_ix) {
+    /// One pass over every engine's records left (current one included).
+    fn left(&self) -> Left {
+        let mut l = Left { signals: BTreeMap::new(), arrivals: BTreeSet::new() };
+        for (e, eng) in self.engines.iter().enumerate() {
             if eng.state == State::Done {
                 continue;
             }
-            let left = &self.streams[e].instrs[(eng.pc as usize).min(self.streams[e].instrs.len())..];
-            let n = left.iter().filter(|i| i.signal == Some(sem) || i.sem_signal == Some(sem)).count();
-            if n > 0 {
+            let instrs = &self.streams[e].instrs;
+            for i in &instrs[(eng.pc as usize).min(instrs.len())..] {
+                for s in [i.signal, i.sem_signal].into_iter().flatten() {
+                    *l.signals.entry((e, s)).or_insert(0) += 1;
+                }
+                if i.op == Some(Opcode::Barrier) {
+                    l.arrivals.insert((i.barrier.1, e));
+                }
+            }
+        }
+        l
+    }
+
+    /// Engines of core `core_ix` with a record left that increments `sem`.
+    fn signallers(&self, left: &Left, core_ix: u32, sem: u8) -> Vec<String> {
+        let mut out = Vec::new();
+        for (e, eng) in self.engines.iter().enumerate().filter(|(_, x)| x.core_ix == core_ix) {
+            if let Some(n) = left.signals.get(&(e, sem)) {
                 out.push(format!("{:?} at #{} ({}; {n} signal(s) left)", eng.engine, eng.pc, describe(eng.state)));
             }
         }
@@ -56,15 +91,13 @@ impl Simulation {
     }
 
     /// Engines of the `missing` cores with an arrival at `group` left.
-    fn arrivers(&self, group: u32, missing: &[u32]) -> Vec<String> {
+    fn arrivers(&self, left: &Left, group: u32, missing: &[u32]) -> Vec<String> {
+        let missing: BTreeSet<u32> = missing.iter().copied().collect();
         let mut out = Vec::new();
-        for (e, eng) in self.engines.iter().enumerate() {
+        for &(_, e) in left.arrivals.range((group, 0)..=(group, usize::MAX)) {
+            let eng = &self.engines[e];
             let core = self.cores[eng.core_ix as usize].core;
-            if !missing.contains(&core) || eng.state == State::Done {
-                continue;
-            }
-            let left = &self.streams[e].instrs[(eng.pc as usize).min(self.streams[e].instrs.len())..];
-            if left.iter().any(|i| i.op == Some(Opcode::Barrier) && i.barrier.1 == group) {
+            if missing.contains(&core) {
                 out.push(format!("core {core} {:?} at #{} ({})", eng.engine, eng.pc, describe(eng.state)));
             }
         }

@@ -2,13 +2,11 @@
 //! images: each engine's records fetched from device memory at its
 //! `StreamImage` address and decoded (DESIGN.md, "Execution": a relocation
 //! bug changes what runs), each DMA ring read and decoded, the mirrored HBM,
-//! the var table, and for every access its mirror location, its var and the
-//! shadow segments it covers.
+//! the var table, and for every access its mirror location and its var.
 //!
-//! Shadow segments: the boundaries of every access and every preset var cut
-//! the address space into elementary intervals; every access covers a
-//! contiguous run of them, computed here once, so the checks at run time
-//! index a vector and never search or split.
+//! Cost: O(n log n) in records and accesses (sorting the mirrored ranges
+//! and the semaphore plans); the shadow memory builds its intervals at run
+//! time ([`crate::shadow`]).
 
 use std::collections::BTreeMap;
 
@@ -46,6 +44,7 @@ pub(crate) struct CoreInfo {
     pub tpb: u32,
     pub queues: Vec<String>,
     pub semaphores: u32,
+    /// Participant cores of each barrier group, sorted.
     pub barrier_groups: BTreeMap<u32, Vec<u32>>,
 }
 
@@ -56,10 +55,8 @@ pub(crate) struct Program {
     pub streams: Vec<Stream>,
     pub vars: VarTable,
     pub hbm: Hbm,
-    /// Shadow segment boundaries: segment `i` is `[bounds[i], bounds[i + 1])`.
-    pub bounds: Vec<u64>,
-    /// Owner of each segment before the run (preset vars), NONE otherwise.
-    pub seg_owner: Vec<u32>,
+    /// Preset vars `(start, end, owner)`: who owns which bytes before the run.
+    pub preset: Vec<(u64, u64, u32)>,
     /// Per core, per semaphore.
     pub sems: Vec<Vec<SemPlan>>,
     pub cores: Vec<CoreInfo>,
@@ -125,15 +122,23 @@ impl Program {
                 tpb: img.tpb,
                 queues: img.queues.clone(),
                 semaphores,
-                barrier_groups: img.barrier_groups.clone(),
+                barrier_groups: img
+                    .barrier_groups
+                    .iter()
+                    .map(|(&g, p)| {
+                        let mut p = p.clone();
+                        p.sort_unstable();
+                        (g, p)
+                    })
+                    .collect(),
             });
         }
         let accesses =
             streams.iter().flat_map(|s| s.instrs.iter().flat_map(|i| i.mems().iter().map(|m| (m.pa, m.len))));
         let hbm = Hbm::mirror(device, images, accesses)?;
-        let mut p = Program { streams, vars, hbm, bounds: Vec::new(), seg_owner: Vec::new(), sems: Vec::new(), cores };
+        let mut p = Program { streams, vars, hbm, preset: Vec::new(), sems: Vec::new(), cores };
         p.resolve();
-        p.segments();
+        p.presets();
         p.sem_plans();
         Ok(p)
     }
@@ -169,39 +174,10 @@ impl Program {
         }
     }
 
-    /// Cuts the address space at every access and preset-var boundary.
-    fn segments(&mut self) {
-        let mut b: Vec<u64> = Vec::new();
-        for s in &self.streams {
-            for i in &s.instrs {
-                for m in i.mems().iter().filter(|m| m.loc.is_some()) {
-                    b.extend([m.pa, m.pa + m.len]);
-                }
-            }
-        }
-        let preset: Vec<(u64, u64, u32)> =
+    /// The preset vars' byte ranges and owners, in var order (the shadow's initial owners).
+    fn presets(&mut self) {
+        self.preset =
             self.vars.vars.iter().filter(|v| v.preset).map(|v| (v.pa, v.pa.saturating_add(v.size), v.owner)).collect();
-        b.extend(preset.iter().flat_map(|&(a, e, _)| [a, e]));
-        b.sort_unstable();
-        b.dedup();
-        let seg = |b: &[u64], a: u64| b.partition_point(|&x| x < a) as u32;
-        for s in &mut self.streams {
-            for i in &mut s.instrs {
-                let n = usize::from(i.nmem);
-                for m in i.mem[..n].iter_mut().filter(|m| m.loc.is_some()) {
-                    m.seg_lo = seg(&b, m.pa);
-                    m.seg_hi = seg(&b, m.pa + m.len);
-                }
-            }
-        }
-        let mut owner = vec![NONE; b.len().saturating_sub(1)];
-        for (a, e, o) in preset {
-            for slot in &mut owner[seg(&b, a) as usize..seg(&b, e) as usize] {
-                *slot = o;
-            }
-        }
-        self.bounds = b;
-        self.seg_owner = owner;
     }
 
     /// Collects, per semaphore, the values waits ask for, and numbers each wait's slot.

@@ -6,10 +6,12 @@
 //! bytes, at least one a write, from different threads race unless the
 //! earlier one's epoch is covered by the later thread's clock.
 //!
-//! Per shadow segment it keeps the last write and the reads since it, one per
-//! thread (FastTrack's read set without the epoch fast path).
-
-use crate::violation::RaceKind;
+//! The per-byte state (last write, reads since it per thread) lives in the
+//! shadow memory ([`crate::shadow`]).
+//!
+//! Cost: a tick is O(1); a join (semaphore wait, barrier) is O(T) for T
+//! threads; memory is T clocks of T words plus one snapshot per semaphore
+//! value still awaited: O(T^2 + T w) for w pending waits.
 
 /// No thread.
 pub(crate) const NO_THREAD: u16 = u16::MAX;
@@ -30,48 +32,8 @@ impl Tag {
 }
 
 /// True when `prior` happens before an access by `thread` whose clock is `vc`.
-fn ordered(prior: Tag, thread: u16, vc: &[u32]) -> bool {
+pub(crate) fn ordered(prior: Tag, thread: u16, vc: &[u32]) -> bool {
     prior.thread == NO_THREAD || prior.thread == thread || prior.clock <= vc[usize::from(prior.thread)]
-}
-
-/// Race state of one shadow segment.
-#[derive(Clone, Debug)]
-pub(crate) struct RaceCell {
-    pub write: Tag,
-    pub reads: Vec<Tag>,
-}
-
-impl Default for RaceCell {
-    fn default() -> Self {
-        RaceCell { write: Tag::NONE, reads: Vec::new() }
-    }
-}
-
-impl RaceCell {
-    /// A write by `tag` with clock `vc`: reports each unordered prior access, then records it.
-    pub(crate) fn write(&mut self, tag: Tag, vc: &[u32], found: &mut impl FnMut(RaceKind, Tag)) {
-        if !ordered(self.write, tag.thread, vc) {
-            found(RaceKind::WriteWrite, self.write);
-        }
-        for &r in &self.reads {
-            if !ordered(r, tag.thread, vc) {
-                found(RaceKind::ReadWrite, r);
-            }
-        }
-        self.write = tag;
-        self.reads.clear();
-    }
-
-    /// A read by `tag` with clock `vc`: reports an unordered prior write, then records it.
-    pub(crate) fn read(&mut self, tag: Tag, vc: &[u32], found: &mut impl FnMut(RaceKind, Tag)) {
-        if !ordered(self.write, tag.thread, vc) {
-            found(RaceKind::WriteRead, self.write);
-        }
-        match self.reads.iter_mut().find(|r| r.thread == tag.thread) {
-            Some(r) => *r = tag,
-            None => self.reads.push(tag),
-        }
-    }
 }
 
 /// Every thread's vector clock, flat.
@@ -166,30 +128,13 @@ impl VcPool {
 mod tests {
     use super::*;
 
-    fn tag(thread: u16, clock: u32, site: u32) -> Tag {
-        Tag { thread, slot: 0, clock, site }
-    }
-
     #[test]
-    fn unordered_conflicts_are_reported_and_ordered_ones_are_not() {
-        let mut cell = RaceCell::default();
-        let mut found = Vec::new();
-        // Thread 0 writes at clock 1.
-        cell.write(tag(0, 1, 10), &[1, 0], &mut |k, t| found.push((k, t.site)));
-        // Thread 1 reads without having seen thread 0: write-read race.
-        cell.read(tag(1, 1, 11), &[0, 1], &mut |k, t| found.push((k, t.site)));
-        assert_eq!(found, vec![(RaceKind::WriteRead, 10)]);
-        found.clear();
-        // Thread 0 writes again, not having seen thread 1's read: read-write race.
-        cell.write(tag(0, 2, 12), &[2, 0], &mut |k, t| found.push((k, t.site)));
-        assert_eq!(found, vec![(RaceKind::ReadWrite, 11)]);
-        found.clear();
-        // Thread 1 after joining thread 0's clock 2: ordered.
-        cell.write(tag(1, 2, 13), &[2, 2], &mut |k, t| found.push((k, t.site)));
-        assert!(found.is_empty());
-        // Thread 0 without seeing it: write-write race.
-        cell.write(tag(0, 3, 14), &[3, 1], &mut |k, t| found.push((k, t.site)));
-        assert_eq!(found, vec![(RaceKind::WriteWrite, 13)]);
+    fn an_access_is_ordered_after_its_own_thread_and_what_its_clock_covers() {
+        let vc = [3, 1];
+        assert!(ordered(Tag::NONE, 1, &vc));
+        assert!(ordered(Tag { thread: 1, slot: 0, clock: 9, site: 0 }, 1, &vc), "program order");
+        assert!(ordered(Tag { thread: 0, slot: 0, clock: 3, site: 0 }, 1, &vc));
+        assert!(!ordered(Tag { thread: 0, slot: 0, clock: 4, site: 0 }, 1, &vc));
     }
 
     #[test]

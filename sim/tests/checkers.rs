@@ -264,3 +264,81 @@ fn bugs_planted_in_a_loaded_neff_are_caught() {
     let (report, _) = r.run(SimConfig::seeded(0).with_jitter());
     assert!(report.of_kind("race").next().is_some(), "{report}");
 }
+
+/// One core, `n` ops: a chain alternating DVE adds and ACT relus over small
+/// tensors `t<k>`, plus `keep`, written first and read by the last op.
+fn long_chain(n: usize) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::from(
+        "module deep lnc 1\nqueue q dynamic owner sp sems 1 instances 0\nloc x dram input i32[16] @0x0\n\
+         loc w dram weight i32[16] @0x1000 init 7\nloc keep dram internal i32[16]\nloc fin dram internal i32[16]\n\
+         loc out dram output i32[16] @0x2000\n",
+    );
+    for k in 0..n {
+        writeln!(s, "loc t{k} dram internal i32[16]").unwrap();
+    }
+    s.push_str("\nfunc main\n  args x, out\n  block entry\n    kw = dve add x[0..16], w[0..16] -> keep[0..16]\n");
+    s.push_str("    i0 = act relu x[0..16] -> t0[0..16]\n");
+    for k in 1..n {
+        let p = k - 1;
+        if k % 2 == 1 {
+            writeln!(s, "    i{k} = dve add t{p}[0..16], w[0..16] -> t{k}[0..16] after i{p}").unwrap();
+        } else {
+            writeln!(s, "    i{k} = act relu t{p}[0..16] -> t{k}[0..16] after i{p}").unwrap();
+        }
+    }
+    let l = n - 1;
+    writeln!(s, "    fa = dve add t{l}[0..16], keep[0..16] -> fin[0..16] after i{l}, kw").unwrap();
+    s.push_str("    o = sp dma fin[0..16] -> out[0..16] queue q after fa\n");
+    s
+}
+
+/// Ops of the deep tests' chain (records: about one per op).
+const DEEP: usize = 20_000;
+
+#[test]
+fn a_long_chain_runs_clean_and_a_race_planted_near_its_end_is_reported() {
+    let s = stage(&module(&long_chain(DEEP)), 5);
+    let (clean, out) = s.run(SimConfig::seeded(0));
+    assert!(clean.passed(), "{clean}");
+    assert_eq!(out, s.golden);
+    assert!(clean.instructions > DEEP as u64, "{clean}");
+    // The last ACT relu (op DEEP - 2, reading t<DEEP - 3> that DVE writes) forgets its wait.
+    let last_relu = (DEEP - 2) / 2;
+    let seen = std::cell::Cell::new(0usize);
+    let pick = |r: &lncsim_model::codegen::record::Record| {
+        if r.opcode != Opcode::Relu {
+            return false;
+        }
+        seen.set(seen.get() + 1);
+        seen.get() == last_relu + 1
+    };
+    let pc = patch_record(&s.device, &s.images[0], Engine::Act, pick, |r| r.waits = [None; 2]);
+    assert!(pc >= last_relu, "patched ACT record #{pc}");
+    let (report, _) = s.run(SimConfig::seeded(0));
+    let var = format!("t{}", DEEP - 3);
+    let planted = report.of_kind("race").any(|v| {
+        matches!(v, Violation::Race { first, second, .. }
+            if [first, second].iter().any(|x| x.engine == Engine::Act && x.pc as usize == pc && x.var.as_deref() == Some(var.as_str()))
+            && [first, second].iter().any(|x| x.engine == Engine::Dve && x.var.as_deref() == Some(var.as_str())))
+    });
+    assert!(planted, "{report}");
+    assert_eq!(report.of_kind("race").count(), 1, "only the planted race: {report}");
+}
+
+#[test]
+fn a_clobber_planted_near_the_end_of_a_long_chain_is_reported() {
+    // t<DEEP - 10> is placed over `keep`, which the last op still reads.
+    let victim = format!("t{}", DEEP - 10);
+    let opts = PlaceOptions { overlap: Some((victim.clone(), "keep".into())), ..PlaceOptions::default() };
+    let s = stage_with(&module(&long_chain(DEEP)), 5, &opts);
+    let (report, out) = s.run(SimConfig::seeded(0));
+    let clobbers: Vec<&Violation> = report.of_kind("clobber").collect();
+    assert_eq!(clobbers.len(), 1, "{report}");
+    let Violation::Clobber { reader, owner, writer, .. } = clobbers[0] else { unreachable!() };
+    assert_eq!((reader.engine, reader.var.as_deref()), (Engine::Dve, Some("keep")), "{report}");
+    assert_eq!(owner, &format!("core0:{victim}"));
+    let writer = writer.as_ref().unwrap();
+    assert_eq!(writer.var.as_deref(), Some(victim.as_str()));
+    assert_ne!(out, s.golden);
+}

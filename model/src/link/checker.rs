@@ -18,7 +18,13 @@
 //! rename `<name>.nc<core>...`), the alias joining a producer-core write to a
 //! consumer of another core; no handoff target still an external output and
 //! every other written output still one; queues folded by name with the
-//! union of instances and the maximum semaphore count.
+//! union of instances and the maximum semaphore count; every core function's
+//! dependency edges exactly its input's remapped plus the documented inserted
+//! ones (`checker/deps.rs`); sets and arguments in agreement with the locations,
+//! and (with [`check_linked`]) the tensor map too (`checker/sets.rs`).
+//!
+//! Cost: O((n + e + L) log (n + L)) for n instructions, e edges and L
+//! locations: every correspondence goes through ordered maps built once.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -50,6 +56,14 @@ pub enum ViolationKind {
     Output,
     /// Queues are not folded as documented.
     Queue,
+    /// A dependency edge dropped, added or mis-mapped.
+    Edge,
+    /// A location set disagrees with the locations.
+    Set,
+    /// A function's arguments disagree with the locations.
+    Argument,
+    /// The tensor map disagrees with the locations.
+    TensorMap,
 }
 
 /// One violation found by [`check_link`].
@@ -142,7 +156,19 @@ pub fn check_link(inputs: &[Module], linked: &Module) -> Vec<LinkViolation> {
     ck.shared_and_aliases(&funcs);
     ck.outputs();
     ck.queues();
+    ck.edges(&funcs);
+    ck.sets();
+    ck.arguments(&funcs);
     ck.out
+}
+
+/// [`check_link`] on `linked.module`, plus [`check_tensor_map`] on its tensor map.
+pub fn check_linked(inputs: &[Module], linked: &crate::link::Linked) -> Vec<LinkViolation> {
+    let mut v = check_link(inputs, &linked.module);
+    if !v.iter().any(|x| x.kind == ViolationKind::Index) {
+        v.extend(check_tensor_map(&linked.module, &linked.tensor_map));
+    }
+    v
 }
 
 impl<'a> Ck<'a> {
@@ -363,4 +389,8 @@ impl<'a> Ck<'a> {
     }
 }
 
+mod deps;
+mod sets;
 mod tensors;
+
+pub use sets::check_tensor_map;

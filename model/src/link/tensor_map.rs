@@ -108,21 +108,82 @@ pub fn copy_tensor_map_for_func(l: &mut BirLinker<'_>, d: usize, plan: &AllocPla
     Ok(())
 }
 
-/// `buildMainTensorMap` with `verifyTensorMap`: every entry names an external
-/// location of the linked module and matches it.
+/// `buildMainTensorMap` with `verifyTensorMap`: the map and the linked
+/// module's external locations correspond one to one. Every external
+/// location (input, weight or output, not a view) has the entry its fields
+/// give, and every entry names such a location (formerly only entries found
+/// were compared with what `copyTensorMapForFunc` had computed from the same
+/// location, which could not differ, and an external location without an
+/// entry passed). Cost: O(L log L) for L locations.
 pub fn build_main_tensor_map(l: &mut BirLinker<'_>) -> Result<(), LinkError> {
     let mut found = 0;
     for x in &l.main.memlocs {
-        if let Some(e) = l.tensor_map.entries.get(&x.name) {
-            if entry_for(x).as_ref() != Some(e) {
+        match (l.tensor_map.entries.get(&x.name), entry_for(x)) {
+            (Some(e), Some(want)) if *e == want => found += 1,
+            (Some(_), _) => {
                 return Err(LinkError::TensorMap(format!("entry `{}` does not match the linked module", x.name)));
             }
-            found += 1;
+            (None, Some(_)) => {
+                return Err(LinkError::TensorMap(format!("external `{}` of the linked module has no entry", x.name)));
+            }
+            (None, None) => {}
         }
     }
     if found != l.tensor_map.entries.len() {
-        return Err(LinkError::TensorMap("an entry names no location of the linked module".into()));
+        return Err(LinkError::TensorMap("an entry names no external location of the linked module".into()));
     }
     marks::hit("link.tensor_map.built");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{MemoryLocation, Module};
+    use crate::link::pipeline::per_core_modules;
+    use crate::link::{LinkOptions, callgraph};
+    use crate::program::{GenConfig, SizeClass, generate};
+
+    /// A linker state right after `runCallGraph` (which ran `verifyTensorMap` once, passing).
+    fn after_call_graph(
+        modules: &[Module],
+        opts: &LinkOptions,
+        edit: impl FnOnce(&mut BirLinker<'_>),
+    ) -> Result<(), LinkError> {
+        let mut l = BirLinker::new(modules, opts).unwrap();
+        callgraph::run_call_graph(&mut l).unwrap();
+        edit(&mut l);
+        build_main_tensor_map(&mut l)
+    }
+
+    #[test]
+    fn verify_tensor_map_fails_on_a_missing_a_wrong_and_a_stray_entry() {
+        let modules = per_core_modules(&generate(&GenConfig::new(3, 2, SizeClass::Small))).unwrap();
+        let opts = LinkOptions::default();
+        assert_eq!(after_call_graph(&modules, &opts, |_| {}), Ok(()));
+        let err = |r: Result<(), LinkError>| match r {
+            Err(LinkError::TensorMap(m)) => m,
+            other => panic!("expected a tensor-map error, got {other:?}"),
+        };
+        // An external location the map does not know.
+        let ghost = |l: &mut BirLinker<'_>| {
+            let mut g: MemoryLocation = l.main.memlocs.iter().find(|x| entry_for(x).is_some()).unwrap().clone();
+            g.name = "ghost".into();
+            l.main.memlocs.push(g);
+        };
+        assert!(err(after_call_graph(&modules, &opts, ghost)).contains("`ghost` of the linked module has no entry"));
+        // An entry whose shape is not its location's.
+        let wrong = |l: &mut BirLinker<'_>| {
+            let e = l.tensor_map.entries.values_mut().next().unwrap();
+            e.sim_shape = vec![e.sim_shape[0] + 1];
+        };
+        assert!(err(after_call_graph(&modules, &opts, wrong)).contains("does not match the linked module"));
+        // An entry naming nothing.
+        let stray = |l: &mut BirLinker<'_>| {
+            let mut e = l.tensor_map.entries.values().next().unwrap().clone();
+            e.layer_name = "stray".into();
+            l.tensor_map.entries.insert("stray".into(), e);
+        };
+        assert!(err(after_call_graph(&modules, &opts, stray)).contains("names no external location"));
+    }
 }
