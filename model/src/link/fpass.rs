@@ -10,7 +10,7 @@
 //! runs, so the barrier could never complete. The barrier depends (control) on
 //! every instruction nothing else in the function depends on (its sinks), so
 //! it waits for all of the core's work; the return depends on the barrier.
-//! Both edges sets are wired by `addBarrier` ([`add_barrier`]).
+//! Both edge sets are wired by `addBarrier` ([`add_barrier`]).
 //!
 //! **Switch-queue instances.** Rule (seed §5a says only "at validated
 //! points"): for every unified queue a core function drives with a DMA copy,
