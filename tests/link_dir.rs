@@ -193,3 +193,90 @@ fn dry_run_checks_without_building_or_writing() {
     assert_eq!(rep.unified_shared, l.report.unified_shared);
     assert_eq!(rep.views, l.report.views);
 }
+
+/// `shared_pair("demo")` plus a weight `name` of 4 elements on core `core`.
+fn with_weight(core: usize, name: &str) -> Vec<Module> {
+    let mut modules = shared_pair("demo");
+    let mut w = MemoryLocation::dram(name, Usage::Weight, 4);
+    w.init = Some(3);
+    modules[core].add_loc(w);
+    modules
+}
+
+#[test]
+fn names_too_long_for_the_file_system_are_refused_before_anything_is_written() {
+    let tmp = TempDir::new("toolong");
+    let r = Recorder::start();
+    // 252 bytes: fine as a location name, but `<name>.npy` is 256 > NAME_MAX.
+    let long = "w".repeat(252);
+    let modules = with_weight(0, &long);
+    let err = dry_run(&modules, &opts(&tmp.0)).unwrap_err();
+    assert!(matches!(err, LinkError::LinkDir(LinkDirError::TooLong { .. })), "{err}");
+    assert!(err.to_string().contains("NAME_MAX 255"), "{err}");
+    assert_eq!(link_with(&modules, &opts(&tmp.0)).unwrap_err(), err);
+    assert_eq!(entries(&tmp.0), 0, "nothing written (before: nc0/sg0 and sgLnk were left behind)");
+    assert!(r.hits("link.dir.name_too_long") >= 2);
+    // 251 bytes fit exactly.
+    link_with(&with_weight(0, &"w".repeat(251)), &opts(&tmp.0)).unwrap();
+    // Every component fits but the whole path does not: PATH_MAX.
+    let tmp = TempDir::new("toolong-path");
+    let deep = vec!["d".repeat(200); 21].join("/");
+    let err = link_with(&with_weight(1, &deep), &opts(&tmp.0)).unwrap_err();
+    assert!(matches!(err, LinkError::LinkDir(LinkDirError::TooLong { .. })), "{err}");
+    assert!(err.to_string().contains("PATH_MAX 4095"), "{err}");
+    assert_eq!(entries(&tmp.0), 0);
+    assert!(r.hits("link.dir.path_too_long") >= 1);
+}
+
+#[test]
+fn a_failed_setup_removes_what_it_created_and_never_overwrites_a_core_artifact() {
+    let tmp = TempDir::new("rollback");
+    // The per-core flow left its own debug_info.json for core 1: the link must not replace it.
+    let sg1 = tmp.0.join("demo/nc1/sg1");
+    fs::create_dir_all(&sg1).unwrap();
+    fs::write(sg1.join("debug_info.json"), b"theirs").unwrap();
+    let r = Recorder::start();
+    let err = link_with(&with_weight(0, "w"), &opts(&tmp.0)).unwrap_err();
+    assert!(
+        matches!(err, LinkError::LinkDir(LinkDirError::Exists(ref p)) if p.ends_with("nc1/sg1/debug_info.json")),
+        "{err}"
+    );
+    assert_eq!(r.hits("link.dir.artifact_exists"), 1);
+    assert_eq!(r.hits("link.dir.rolled_back"), 1);
+    assert_eq!(fs::read(sg1.join("debug_info.json")).unwrap(), b"theirs", "not overwritten");
+    // Core 0's directory and sgLnk were created by the failed run: gone again.
+    assert!(!tmp.0.join("demo/nc0").exists(), "nc0 left behind");
+    assert!(!tmp.0.join("demo/sgLnk").exists(), "sgLnk left behind");
+    let mut left: Vec<String> = fs::read_dir(tmp.0.join("demo"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["nc1"]);
+    assert_eq!(entries(&sg1), 1);
+    // With the foreign file gone the link succeeds, and repeating it keeps its own identical files.
+    fs::remove_file(sg1.join("debug_info.json")).unwrap();
+    link_with(&with_weight(0, "w"), &opts(&tmp.0)).unwrap();
+    let before = fs::read(tmp.0.join("demo/nc0/sg0/w.npy")).unwrap();
+    let r = Recorder::start();
+    link_with(&with_weight(0, "w"), &opts(&tmp.0)).unwrap();
+    assert!(r.hits("link.dir.artifact_kept") >= 3, "w.npy and both debug_info.json kept");
+    assert_eq!(fs::read(tmp.0.join("demo/nc0/sg0/w.npy")).unwrap(), before);
+}
+
+#[test]
+fn the_scans_skip_the_linkers_own_weight_files() {
+    let tmp = TempDir::new("ownfiles");
+    let sg0 = tmp.0.join("demo/nc0/sg0");
+    fs::create_dir_all(&sg0).unwrap();
+    fs::write(sg0.join("cpu_node_host.json"), b"{}").unwrap();
+    // A weight whose file looks like a CPU-node file (`cpu_node_w.npy`).
+    let modules = with_weight(0, "cpu_node_w");
+    let r = Recorder::start();
+    link_with(&modules, &opts(&tmp.0)).unwrap();
+    let lnk = tmp.0.join("demo/sgLnk");
+    assert_eq!(fs::read_link(lnk.join("cpu_node_w.npy")).unwrap(), Path::new("../nc0/sg0/cpu_node_w.npy"));
+    assert!(!lnk.join("nc0_cpu_node_w.npy").exists(), "the weight was also copied as a CPU-node file");
+    assert!(lnk.join("nc0_cpu_node_host.json").is_file(), "the flow's own CPU-node file is still copied");
+    assert_eq!(r.hits("link.dir.cpu_node_copied"), 1);
+}

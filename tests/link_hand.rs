@@ -4,9 +4,12 @@
 #![allow(clippy::unwrap_used)]
 
 use lncsim_model::ir::{self, *};
-use lncsim_model::link::barriers::{order_core_barriers_and_collectives, renumber_core_barriers};
+use lncsim_model::link::barriers::{
+    AddBarrierError, BarrierOrder, add_barrier, order_core_barriers_and_collectives, order_module_core_barriers,
+    renumber_core_barriers,
+};
 use lncsim_model::link::fpass::completion_group;
-use lncsim_model::link::outputs::has_real_readers;
+use lncsim_model::link::outputs::{OutputFate, has_real_readers, output_fate};
 use lncsim_model::link::{LinkError, LinkOptions, check_link, dry_run, link, link_with};
 use lncsim_model::marks::Recorder;
 
@@ -41,7 +44,7 @@ fn fix_output_kind_demotes_intermediates_erases_unproduced_outputs_and_keeps_tru
     assert_eq!(args, ["x", "out0", "out1"]);
     assert!(l.tensor_map.entries.contains_key("out0") && !l.tensor_map.entries.contains_key("y"));
     assert!(l.report.intermediate_outputs[0].starts_with("Intermediate Output y"), "{:?}", l.report);
-    assert_eq!(l.report.erased_outputs, ["unused"]);
+    assert_eq!(l.report.erased_outputs, ["unused (no core writes it and no real reader)"]);
     for mark in ["link.fix_output.intermediate", "link.fix_output.erase", "link.fix_output.kept", "link.io2spill"] {
         assert!(r.hits(mark) > 0, "{mark} not hit");
     }
@@ -75,7 +78,7 @@ func main
     let l = link_with(&modules, &LinkOptions::default()).unwrap();
     assert_eq!(r.hits("link.name_collision"), 1);
     assert_eq!(r.hits("link.ext_unified"), 1);
-    assert_eq!(l.report.collisions, ["Name collision for Input tmp in subgraph nc1/sg1: renamed to tmp.nc1.2"]);
+    assert_eq!(l.report.collisions, ["Name collision for internal tmp in subgraph nc1/sg1: renamed to tmp.nc1.2"]);
     let m = &l.module;
     assert_eq!(m.memlocs.iter().filter(|l| l.name == "x").count(), 1, "one unified input");
     // Core 1's instruction `a` writes the renamed location.
@@ -269,4 +272,335 @@ fn one_core_goes_through_the_same_path() {
     assert_eq!(l.module.functions[1].attrs.neuron_core_id, Some(0));
     assert_eq!(l.report.diagnostics, ["Num Module Definitions 1", "Module Instance 0 DefID 0 (nc0/sg0)"]);
     assert_eq!(check_link(&[m0], &l.module), vec![]);
+}
+
+fn set_members(m: &Module, set: &str) -> Vec<String> {
+    let s = m.sets.iter().find(|s| s.name == set).unwrap_or_else(|| panic!("no set `{set}`"));
+    s.locs.iter().map(|&id| m.loc(id).name.clone()).collect()
+}
+
+#[test]
+fn a_demoted_output_and_its_io_view_leave_every_set() {
+    // Issue 12 §3: core 0 declares `set outputs = y, out0`, core 1 reads `y`.
+    let a = OUTPUTS_0.replace("func main\n", "set outputs = y, out0\nset all = x, y, out0\nfunc main\n");
+    let b = OUTPUTS_1.replace("func main\n", "set outputs = y_in1, out1\nfunc main\n");
+    let modules = parse_all(&[&a, &b]);
+    let m = link(&modules).unwrap();
+    assert_eq!(loc(&m, "y").usage, Usage::Internal);
+    assert_eq!(loc(&m, "y_in1").usage, Usage::Spill);
+    // Before: `outputs = y, out0, y_in1, out1`.
+    assert_eq!(set_members(&m, "outputs"), ["out0", "out1"]);
+    assert_eq!(set_members(&m, "all"), ["x", "out0"]);
+    assert_eq!(check_link(&modules, &m), vec![]);
+}
+
+/// Core 0 writes `y` (an output); core 1 reads it through the view `y_in1`
+/// with the instruction `READ` (a DMA copy or a compute); `ghost` is an
+/// output nobody writes or reads.
+fn intermediate_pair(read: &str) -> Vec<Module> {
+    let a = "module demo lnc 2 core 0
+loc x dram input i32[4] @0x0
+loc y dram output i32[4] @0x1000
+loc ghost dram output i32[4] @0x5000
+loc out0 dram output i32[4] @0x2000
+func main
+  args x, y, ghost, out0
+  block entry
+    a = dve relu x[0..4] -> y[0..4]
+    cb = sp barrier group 0 cores 0,1 id 0 flagged after a:ctl
+    g = sp dma x[0..4] -> out0[0..4]
+";
+    let b = format!(
+        "module demo lnc 2 core 1
+loc y_in1 dram input i32[4] @0x1000 remote y core 0
+loc out1 dram output i32[4] @0x3000
+func main
+  args y_in1, out1
+  block entry
+    cb = sp barrier group 0 cores 0,1 id 0 flagged
+    c = {read} after cb:ctl
+"
+    );
+    parse_all(&[a, &b])
+}
+
+#[test]
+fn has_real_readers_decides_what_fix_output_kind_does() {
+    assert_eq!(output_fate(true, 1, 1), OutputFate::Intermediate);
+    assert_eq!(output_fate(true, 1, 0), OutputFate::Erased);
+    assert_eq!(output_fate(false, 0, 0), OutputFate::Erased);
+    assert_eq!(output_fate(false, 1, 0), OutputFate::Kept);
+
+    // A compute reader on core 1: an intermediate, demoted.
+    let modules = intermediate_pair("dve relu y_in1[0..4] -> out1[0..4]");
+    let r = Recorder::start();
+    let l = link_with(&modules, &LinkOptions::default()).unwrap();
+    assert_eq!(r.hits("link.fix_output.intermediate"), 1);
+    assert!(l.report.intermediate_outputs[0].starts_with("Intermediate Output y "), "{:?}", l.report);
+    assert_eq!(loc(&l.module, "y").usage, Usage::Internal);
+    assert_eq!(check_link(&modules, &l.module), vec![]);
+
+    // Only a DMA copy reads it: no real reader, so it is erased from the outputs (outs2Erase),
+    // not reported as an intermediate with readers; its bytes still move, so the location stays.
+    let modules = intermediate_pair("sp dma y_in1[0..4] -> out1[0..4]");
+    let r = Recorder::start();
+    let l = link_with(&modules, &LinkOptions::default()).unwrap();
+    let m = &l.module;
+    assert_eq!(r.hits("link.fix_output.erase_intermediate"), 1);
+    assert!(l.report.intermediate_outputs.is_empty(), "{:?}", l.report.intermediate_outputs);
+    assert!(l.report.erased_outputs.iter().any(|e| e.starts_with("y (intermediate")), "{:?}", l.report);
+    assert_eq!(loc(m, "y").usage, Usage::Internal);
+    // `ghost`: never written nor read: erased, location and all.
+    assert!(m.loc_by_name("ghost").is_none());
+    assert!(l.report.erased_outputs.iter().any(|e| e.starts_with("ghost (no core writes")), "{:?}", l.report);
+    let args: Vec<&str> = m.functions[0].args.iter().map(|&a| m.loc(a).name.as_str()).collect();
+    assert_eq!(args, ["x", "out0", "out1"]);
+    assert!(!l.tensor_map.entries.contains_key("ghost") && !l.tensor_map.entries.contains_key("y"));
+    assert_eq!(check_link(&modules, m), vec![]);
+}
+
+#[test]
+fn a_rename_never_takes_a_name_a_user_holds() {
+    // Core 1 declares `tmp` before `tmp.nc1`: the rename of `tmp` must skip `tmp.nc1`.
+    let a = "module demo lnc 2 core 0
+loc x dram input i32[4] @0x0
+loc tmp dram internal i32[4]
+func main
+  block entry
+    a = dve relu x[0..4] -> tmp[0..4]
+";
+    let b = r#"module demo lnc 2 core 1
+loc x dram input i32[4] @0x0
+loc tmp dram internal i32[4]
+loc "tmp.nc1" dram internal i32[4]
+func main
+  block entry
+    a = act relu x[0..4] -> tmp[0..4]
+    c = act relu x[0..4] -> "tmp.nc1"[0..4]
+"#;
+    let modules = parse_all(&[a, b]);
+    let r = Recorder::start();
+    let l = link_with(&modules, &LinkOptions::default()).unwrap();
+    assert_eq!(r.hits("link.name_collision"), 1, "{:?}", l.report.collisions);
+    assert_eq!(l.report.collisions, ["Name collision for internal tmp in subgraph nc1/sg1: renamed to tmp.nc1.2"]);
+    let nc1 = &l.module.functions[2];
+    let target =
+        |i: &str| l.module.loc(nc1.insts[nc1.inst_by_name(i).unwrap().index()].write().unwrap().loc).name.clone();
+    assert_eq!(target("a"), "tmp.nc1.2");
+    assert_eq!(target("c"), "tmp.nc1", "the user's name is kept");
+    assert_eq!(check_link(&modules, &l.module), vec![]);
+    // Unique names everywhere: nothing is renamed.
+    let unique = parse_all(&[&a.replace("tmp", "tmp0"), b]);
+    assert!(link_with(&unique, &LinkOptions::default()).unwrap().report.collisions.is_empty());
+}
+
+#[test]
+fn a_view_named_like_its_target_is_no_collision_on_any_core() {
+    let p = "module demo lnc 3 core 0
+loc x dram input i32[8] @0x0
+loc t dram shared i32[8] @0x100 part 1 bank 2 shared_post_alloc
+func main
+  block entry
+    a = dve relu x[0..8] -> t[0..8]
+    cb = sp barrier group 0 cores 0,1,2 id 0 flagged after a:ctl
+";
+    let consumer = |c: u32| {
+        format!(
+            "module demo lnc 3 core {c}
+loc t dram shared i32[8] @0x100 part 1 bank 2 shared_post_alloc remote t core 0
+loc o{c} dram output i32[8] @0x{c}000
+func main
+  block entry
+    cb = sp barrier group 0 cores 0,1,2 id 0 flagged
+    b = sp dma t[0..8] -> o{c}[0..8] after cb:ctl
+"
+        )
+    };
+    let modules = parse_all(&[p, &consumer(1), &consumer(2)]);
+    let r = Recorder::start();
+    let l = link_with(&modules, &LinkOptions::default()).unwrap();
+    assert!(l.report.collisions.is_empty(), "{:?}", l.report.collisions);
+    assert_eq!(r.hits("link.name_collision"), 0);
+    assert_eq!(r.hits("link.view_renamed"), 2);
+    let m = &l.module;
+    let t = m.loc_by_name("t").unwrap();
+    for c in [1, 2] {
+        assert_eq!(loc(m, &format!("t.nc{c}")).aliases, vec![Alias { target: t, kind: AliasKind::Must }]);
+    }
+    assert_eq!(check_link(&modules, m), vec![]);
+}
+
+#[test]
+fn add_barrier_wires_every_pair_once_and_refuses_a_forward_edge() {
+    let text = "module demo lnc 1 core 0
+func main
+  block entry
+    a = sp sem_signal 0
+    b = pool sem_signal 1
+    c = act sem_signal 2 after a:ctl
+    d = dve sem_signal 3
+";
+    let mut m = ir::parse(text).unwrap();
+    let f = &mut m.functions[0];
+    let id = |f: &Function, n: &str| f.inst_by_name(n).unwrap();
+    let (a, b, c, d) = (id(f, "a"), id(f, "b"), id(f, "c"), id(f, "d"));
+    let r = Recorder::start();
+    // c already waits for a (control): only c<-b, d<-a, d<-b are new.
+    assert_eq!(add_barrier(f, &[a, b], &[c, d], EdgeKind::Control), Ok(3));
+    assert_eq!(r.hits("link.barrier.add_barrier"), 1);
+    let deps = |f: &Function, i: InstId| f.insts[i.index()].deps.clone();
+    assert_eq!(deps(f, c), [Dep { inst: a, kind: EdgeKind::Control }, Dep { inst: b, kind: EdgeKind::Control }]);
+    assert_eq!(deps(f, d), [Dep { inst: a, kind: EdgeKind::Control }, Dep { inst: b, kind: EdgeKind::Control }]);
+    assert_eq!(add_barrier(f, &[a, b], &[c, d], EdgeKind::Control), Ok(0), "idempotent");
+    // A data edge is another edge.
+    assert_eq!(add_barrier(f, &[a], &[d], EdgeKind::Data), Ok(1));
+    // d cannot come before a: refused, nothing added anywhere.
+    let before = f.clone();
+    let err = add_barrier(f, &[d], &[b, a], EdgeKind::Control).unwrap_err();
+    assert_eq!(err, AddBarrierError::NotEarlier { after: "b".into(), before: "d".into(), func: "main".into() });
+    assert_eq!(f, &before);
+    assert_eq!(
+        add_barrier(f, &[InstId(99)], &[d], EdgeKind::Control),
+        Err(AddBarrierError::NoSuchInst(99, "main".into()))
+    );
+    assert!(add_barrier(f, &[a], &[a], EdgeKind::Control).is_err(), "no self edge");
+}
+
+/// Two cores that arrive at groups 5 then 2 (a consistent order, so it links).
+fn out_of_order_pair(core0_extra: &str) -> Vec<Module> {
+    let core = |c: u32, extra: &str| {
+        format!(
+            "module demo lnc 2 core {c}
+func main
+  block entry
+    b5 = sp barrier group 5 cores 0,1 id 0 flagged
+    s = pool sem_signal 0
+    b2 = sp barrier group 2 cores 0,1 id 1 flagged{extra}
+"
+        )
+    };
+    parse_all(&[&core(0, core0_extra), &core(1, "")])
+}
+
+#[test]
+fn the_link_orders_barriers_on_every_core_or_on_none() {
+    let order = |m: &Module, f: usize| -> Vec<String> {
+        let f = &m.functions[f];
+        f.order().map(|i| f.insts[i.index()].name.clone()).collect()
+    };
+    let modules = out_of_order_pair("");
+    let r = Recorder::start();
+    let l = link_with(&modules, &LinkOptions::default()).unwrap();
+    assert_eq!(r.hits("link.barrier.reordered"), 1, "run calls orderCoreBarriersAndCollectives");
+    assert_eq!(l.report.barrier_blocks_reordered, 2);
+    for f in [1, 2] {
+        assert_eq!(order(&l.module, f)[..3], ["b2", "s", "b5"]);
+    }
+    assert_eq!(check_link(&modules, &l.module), vec![]);
+    // Core 0's b2 depends on b5: reordering core 0 is illegal, so neither core is reordered
+    // (reordering core 1 alone would meet the groups in the opposite order: a deadlock).
+    let modules = out_of_order_pair(" after b5:ctl");
+    let r = Recorder::start();
+    let l = link_with(&modules, &LinkOptions::default()).unwrap();
+    assert_eq!(r.hits("link.barrier.order_refused"), 1);
+    assert!(l.report.barrier_order_refused);
+    for f in [1, 2] {
+        assert_eq!(order(&l.module, f)[..3], ["b5", "s", "b2"]);
+    }
+    let mut m = l.module.clone();
+    assert_eq!(order_module_core_barriers(&mut m), BarrierOrder::Refused);
+    assert_eq!(m, l.module, "refused: untouched");
+}
+
+#[test]
+fn switch_queue_instances_precede_their_dma_and_the_completion_barrier() {
+    let core = |c: u32| {
+        format!(
+            "module demo lnc 2 core {c}
+queue qa dynamic owner sp sems 1 instances {c}
+queue qb dynamic owner act sems 1 instances 4
+loc x dram input i32[4] @0x0
+loc o{c} dram output i32[4] @0x{c}000
+loc p{c} dram output i32[4] @0x{c}800
+func main
+  block entry
+    r = dve relu x[0..4] -> o{c}[0..4]
+    a = sp dma x[0..4] -> p{c}[0..4] queue qa after r
+    b = act dma x[0..4] -> p{c}[0..4] queue qb after a
+",
+            c = c + 1
+        )
+    };
+    let mut texts: Vec<String> = (0..2).map(core).collect();
+    texts[0] = texts[0].replace("core 1\n", "core 0\n");
+    texts[1] = texts[1].replace("core 2\n", "core 1\n");
+    let modules = parse_all(&texts.iter().map(String::as_str).collect::<Vec<_>>());
+    let l = link_with(&modules, &LinkOptions::default()).unwrap();
+    assert_eq!(l.report.sqi_inserted, 4);
+    for f in &l.module.functions[1..] {
+        let order: Vec<InstId> = f.order().collect();
+        let pos = |id: InstId| order.iter().position(|&x| x == id).unwrap();
+        let cb = f.insts.iter().position(|i| i.name.starts_with("cb_return_")).map(InstId::from_index).unwrap();
+        for (i, inst) in f.insts.iter().enumerate() {
+            let Op::SwitchQueueInstance { queue, .. } = inst.op else { continue };
+            let sqi = InstId::from_index(i);
+            let dma = f
+                .insts
+                .iter()
+                .position(|d| d.deps.contains(&Dep { inst: sqi, kind: EdgeKind::Control }) && d.queue == Some(queue))
+                .map(InstId::from_index)
+                .unwrap_or_else(|| panic!("no DMA waits for {}", inst.name));
+            assert!(pos(sqi) < pos(dma) && pos(dma) < pos(cb), "{} misplaced", inst.name);
+        }
+    }
+    assert_eq!(check_link(&modules, &l.module), vec![]);
+}
+
+#[test]
+fn unflagged_barriers_keep_their_ids_through_the_link() {
+    // Seed 000 §7: only flagged barriers take the counter; the others keep their id.
+    let a = SHARED_0.replace(" id 0 flagged", " id 7");
+    let b = SHARED_1.replace(" id 0 flagged", " id 9");
+    let modules = parse_all(&[&a, &b]);
+    let r = Recorder::start();
+    let l = link_with(&modules, &LinkOptions::default()).unwrap();
+    assert_eq!(r.hits("link.barrier.unflagged_kept"), 2);
+    let id = |f: usize, n: &str| {
+        let f = &l.module.functions[f];
+        match &f.insts[f.inst_by_name(n).unwrap().index()].op {
+            Op::CoreBarrier(b) => (b.id, b.flagged),
+            _ => panic!("{n} is no barrier"),
+        }
+    };
+    assert_eq!(id(1, "cb"), (7, false));
+    assert_eq!(id(2, "cb"), (9, false));
+    // The two inserted completion barriers are the only flagged ones: slots 0 and 1.
+    assert_eq!(id(1, "cb_return_call_def_0_instance_0"), (0, false));
+    assert_eq!(id(2, "cb_return_call_def_1_instance_0"), (1, false));
+    assert_eq!(l.report.barriers_renumbered, 2);
+}
+
+#[test]
+fn the_merged_semaphore_count_is_the_maximum_whichever_core_holds_it() {
+    // The existing queue test has its maximum on the last core; here it is on the first,
+    // so taking either single core's count fails one of the two.
+    let core = |c: u32, sems: u32| {
+        format!(
+            "module demo lnc 3 core {c}
+queue q dynamic owner sp sems {sems} instances 0
+loc x dram input i32[4] @0x0
+loc o{c} dram output i32[4] @0x{c}000
+func main
+  block entry
+    a = sp dma x[0..4] -> o{c}[0..4] queue q
+",
+            c = c
+        )
+    };
+    let modules = parse_all(&[&core(0, 6), &core(1, 2), &core(2, 3)]);
+    let l = link_with(&modules, &LinkOptions::default()).unwrap();
+    assert_eq!(l.module.queues.len(), 1);
+    assert_eq!(l.module.queues[0].semaphores, 6);
+    assert_eq!((l.report.queues[0].semaphores, l.report.queues[0].semaphores_sum), (6, 11));
+    assert_eq!(check_link(&modules, &l.module), vec![]);
 }

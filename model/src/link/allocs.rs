@@ -1,10 +1,19 @@
 //! `copyAllocs2Func` / `copyAllocs2Inst` (seed 000 §4a): every per-core memory
-//! location gets its location in the linked module, by name, through the
-//! seed's three tables: `inpMap` (a consumer's view -> the producer's unified
-//! name, following `remote_local_target`), `outMap` (a producer's shared
-//! tensor -> its unified name) and `memMap` (every other location -> its fresh
-//! main-module name). Pointer-level remaps (the seed's DenseMaps) are the
-//! per-core `inst_map` / `own_map` vectors.
+//! location gets its location in the linked module.
+//!
+//! **The seed's name tables.** The seed resolves names through `inpMap` (a
+//! consumer's input -> the producer's unified name), `outMap` (a producer's
+//! output -> its unified name) and `memMap` (every other location -> its
+//! fresh main-module name), then remaps pointers through DenseMaps
+//! (`mlocDM`). Deviation (documented, seed §4a): lncsim resolves every name
+//! once, while planning, straight to a location id, so the name tables and
+//! the DenseMap collapse into the two id tables that are the mechanism:
+//! [`AllocPlan::inst_map`] (what `inpMap`/`outMap` plus `mlocDM` give an
+//! instruction: a view maps to the producer's unified location) and
+//! [`AllocPlan::own_map`] (the location standing for exactly that input
+//! location, used by sets, arguments and aliases). A view finds its target
+//! through `remote_local_target` (the name on the producing core) in the name
+//! table; renames are recorded as report lines, not in a table nobody reads.
 //!
 //! The plan is computed over all cores before any instruction is cloned,
 //! in three phases (choices, seed §4a is silent on order):
@@ -18,9 +27,13 @@
 //! 2. **Private** locations (internal, spill, a producer's shared tensor, any
 //!    SBUF/PSUM location), in core order: the first claimant keeps its name;
 //!    a later location of another core with a taken name is a "Name collision
-//!    for Input <name> in subgraph nc<c>/sg<c>", reported as mark
+//!    for <usage> <name> in subgraph nc<c>/sg<c>" (the seed writes "Input"
+//!    for every kind; lncsim names the location's usage class, so an internal
+//!    tensor is not reported as an input), reported as mark
 //!    `link.name_collision` plus a report line, and renamed `<name>.nc<c>`
-//!    (then `<name>.nc<c>.2`, `.3`, ... while taken).
+//!    (then `<name>.nc<c>.2`, `.3`, ...). A generated name never takes a name
+//!    any input location holds, claimed yet or not, so renaming one location
+//!    never forces a second collision.
 //! 3. **Views** (a `remote_local_target`): the target must exist on its core
 //!    ([`LinkError::MissingInput`]), be no view itself, be written by its core,
 //!    and match the view's memory type, dtype, element count and (address,
@@ -29,9 +42,14 @@
 //!    then uses the producer's location (one location per shared tensor), and
 //!    the view survives as its own location (same naming rule as phase 2) whose
 //!    `remote` names the unified location, so `buildMainAliases` can hang the
-//!    alias `view -> unified must` on it. A view declared as `input`/`output`
+//!    alias `view -> unified must` on it. A view named like its own target is
+//!    the expected case, not a collision: it is renamed `<name>.nc<c>[.k]`
+//!    silently (mark `link.view_renamed`). A view declared as `input`/`output`
 //!    is dangling IO of an internal handoff: it survives as a `spill` (the
 //!    seed's `io2Spill`, mark `link.io2spill`).
+//!
+//! Cost: O(L log L) in the L input locations (one sort of name hashes), plus
+//! O(W) over the instructions for the written flags.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -52,22 +70,30 @@ pub struct AllocPlan {
     /// Per def: input location index -> the location that stands for exactly
     /// that input location (a view maps to its surviving view location).
     pub own_map: Vec<Vec<MemLocId>>,
-    /// The seed's `inpMap` per def: view name -> unified name.
-    pub inp_map: Vec<BTreeMap<String, String>>,
-    /// The seed's `outMap` per def: a producer's handoff tensor -> unified name.
-    pub out_map: Vec<BTreeMap<String, String>>,
-    /// The seed's `memMap` per def: renamed private location -> its new name (collisions only).
-    pub mem_map: Vec<BTreeMap<String, String>>,
     /// Handoff alias edges: (surviving view, unified producer location).
     pub aliases: Vec<(MemLocId, MemLocId)>,
     /// Unified handoff targets -> their consumer cores.
     pub consumed: BTreeMap<MemLocId, BTreeSet<u32>>,
     /// Report lines: collisions found and how they were resolved.
     pub messages: Vec<String>,
-    /// Views turned into spills (dangling IO of an internal handoff).
+    /// Views turned into spills (dangling IO of an internal handoff), as report lines.
     pub io2spill: Vec<String>,
+    /// The surviving locations of those views (they leave every set: no longer IO).
+    pub io2spill_locs: Vec<MemLocId>,
     /// External locations declared by more than one core and unified.
     pub ext_unified: usize,
+}
+
+/// The text format's word for a usage class (the collision message names it).
+fn usage_word(u: Usage) -> &'static str {
+    match u {
+        Usage::Input => "input",
+        Usage::Output => "output",
+        Usage::Weight => "weight",
+        Usage::Internal => "internal",
+        Usage::Spill => "spill",
+        Usage::Shared => "shared",
+    }
 }
 
 /// Placeholder for "not mapped yet"; every slot is filled before the plan returns.
@@ -170,9 +196,6 @@ pub fn copy_allocs(modules: &[Module], info: &DefInfo) -> Result<AllocPlan, Link
     let n = info.defs.len();
     let mut plan = AllocPlan {
         inst_map: info.defs.iter().map(|d| vec![UNMAPPED; modules[d.module].memlocs.len()]).collect(),
-        inp_map: vec![BTreeMap::new(); n],
-        out_map: vec![BTreeMap::new(); n],
-        mem_map: vec![BTreeMap::new(); n],
         ..AllocPlan::default()
     };
     plan.own_map = plan.inst_map.clone();
@@ -198,9 +221,9 @@ impl<'a> Planner<'a> {
     }
 
     /// Adds `loc` (location `i` of def `d`, or its stand-in) of core `core`
-    /// under its own name when free, else under `<name>.nc<core>[.k]` (a
-    /// reported collision).
-    fn claim_push(&mut self, d: usize, i: usize, loc: &MemoryLocation, core: u32) -> MemLocId {
+    /// under its own name when free, else under `<name>.nc<core>[.k]`: a
+    /// reported collision, or, when `view_of_same_name`, a silent rename.
+    fn claim_push(&mut self, d: usize, i: usize, loc: &MemoryLocation, core: u32, view_of_same_name: bool) -> MemLocId {
         let id = MemLocId::from_index(self.plan.locs.len());
         let name = &loc.name;
         if self.names.claim_original(self.originals.starts[d] + i, name, id, &self.plan.locs) {
@@ -214,10 +237,14 @@ impl<'a> Planner<'a> {
             new = format!("{base}.{k}");
             k += 1;
         }
-        marks::hit("link.name_collision");
-        let sg = &self.info.defs[d].sg_dir;
-        self.plan.messages.push(format!("Name collision for Input {name} in subgraph {sg}: renamed to {new}"));
-        self.plan.mem_map[d].insert(name.clone(), new.clone());
+        if view_of_same_name {
+            marks::hit("link.view_renamed");
+        } else {
+            marks::hit("link.name_collision");
+            let sg = &self.info.defs[d].sg_dir;
+            let kind = usage_word(loc.usage);
+            self.plan.messages.push(format!("Name collision for {kind} {name} in subgraph {sg}: renamed to {new}"));
+        }
         self.push(loc, new)
     }
 
@@ -257,7 +284,7 @@ impl<'a> Planner<'a> {
                 if is_external(l) || l.remote_local_target.is_some() {
                     continue;
                 }
-                let id = self.claim_push(d, i, l, def.core);
+                let id = self.claim_push(d, i, l, def.core, false);
                 self.plan.inst_map[d][i] = id;
                 self.plan.own_map[d][i] = id;
             }
@@ -327,8 +354,7 @@ impl<'a> Planner<'a> {
                 }
                 let unified = self.plan.inst_map[td][ti];
                 let unified_name = self.plan.locs[unified.index()].name.clone();
-                self.plan.inp_map[d].insert(l.name.clone(), unified_name.clone());
-                self.plan.out_map[td].insert(r.name.clone(), unified_name.clone());
+                let same_name = l.name == unified_name;
                 let mut view = l.clone_without_name();
                 view.remote_local_target = Some(RemoteLocalTarget { name: unified_name, core: r.core });
                 if matches!(l.usage, Usage::Input | Usage::Output) {
@@ -337,7 +363,10 @@ impl<'a> Planner<'a> {
                     self.plan.io2spill.push(format!("{} (core {})", l.name, def.core));
                 }
                 view.name.clone_from(&l.name);
-                let own = self.claim_push(d, i, &view, def.core);
+                let own = self.claim_push(d, i, &view, def.core, same_name);
+                if view.usage == Usage::Spill && l.usage != Usage::Spill {
+                    self.plan.io2spill_locs.push(own);
+                }
                 self.plan.inst_map[d][i] = unified;
                 self.plan.own_map[d][i] = own;
                 self.plan.aliases.push((own, unified));

@@ -6,11 +6,87 @@
 //! cleared; unflagged barriers keep their id. Groups and participants are
 //! never touched, so the participants of every logical barrier still meet
 //! (DESIGN.md, "CoreBarriers"); only the hardware slots become unique.
+//!
+//! `orderCoreBarriersAndCollectives(BasicBlock&)` orders each block's
+//! barriers; `run` calls it ([`order_module_core_barriers`]) on every block
+//! of the merged module right before the renumbering (the seed keeps it in
+//! the renumbering's translation unit without naming its call site; choice:
+//! just before, so slot ids follow the ordered stream). `addBarrier`
+//! ([`add_barrier`]) is the link-time fence wiring: dependency edges from one
+//! instruction set to another (used by `fpassInsertReturns` and
+//! `fpassInsertSwitchQueueInstances`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use crate::ir::{BlockId, Function, InstId, Module, Op};
+use crate::ir::{BlockId, Dep, EdgeKind, Function, InstId, Module, Op};
 use crate::marks;
+
+/// Why `addBarrier` refused to wire two instruction sets (nothing was added).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AddBarrierError {
+    /// An instruction id is not in the function.
+    #[error("instruction #{0} is not in function `{1}`")]
+    NoSuchInst(u32, String),
+    /// An edge would not point to an earlier instruction (program order), so it would form a cycle.
+    #[error("`{after}` cannot depend on `{before}`: `{before}` does not come first in `{func}`")]
+    NotEarlier {
+        /// The instruction that would wait.
+        after: String,
+        /// The instruction it would wait for.
+        before: String,
+        /// The function.
+        func: String,
+    },
+}
+
+/// `addBarrier(vec<Instruction*>, vec<Instruction*>)` (seed 000 §7, the
+/// seed's `Instruction::addDependency` per pair): every instruction of
+/// `after` gets a dependency of `kind` on every instruction of `before`,
+/// skipping edges it already has. Every edge must point to an instruction
+/// earlier in program order (the IR's acyclicity rule); otherwise nothing is
+/// added and the error names the pair. Returns the number of edges added.
+///
+/// Cost: O(n) for the program-order positions plus O(|before| * |after|)
+/// edges checked (it adds up to that many; callers pass small sets).
+pub fn add_barrier(
+    f: &mut Function,
+    before: &[InstId],
+    after: &[InstId],
+    kind: EdgeKind,
+) -> Result<usize, AddBarrierError> {
+    let n = f.insts.len();
+    let mut pos = vec![usize::MAX; n];
+    for (p, id) in f.order().enumerate() {
+        if let Some(slot) = pos.get_mut(id.index()) {
+            *slot = p;
+        }
+    }
+    let at = |id: InstId| match pos.get(id.index()) {
+        Some(&p) if p != usize::MAX => Ok(p),
+        _ => Err(AddBarrierError::NoSuchInst(id.0, f.name.clone())),
+    };
+    for &a in after {
+        for &b in before {
+            if at(b)? >= at(a)? {
+                let name = |id: InstId| f.insts[id.index()].name.clone();
+                return Err(AddBarrierError::NotEarlier { after: name(a), before: name(b), func: f.name.clone() });
+            }
+        }
+    }
+    let mut added = 0;
+    for &a in after {
+        let deps = &mut f.insts[a.index()].deps;
+        let mut have: BTreeSet<(InstId, EdgeKind)> = deps.iter().map(|d| (d.inst, d.kind)).collect();
+        for &b in before {
+            if have.insert((b, kind)) {
+                deps.push(Dep { inst: b, kind });
+                added += 1;
+            }
+        }
+    }
+    marks::hit("link.barrier.add_barrier");
+    Ok(added)
+}
 
 /// Renumbers the flagged barriers of `m` from 0 and clears their flags; returns how many.
 pub fn renumber_core_barriers(m: &mut Module) -> u32 {
@@ -52,6 +128,42 @@ fn renumber_function(f: &mut Function, ctr: &mut u32) {
     }
 }
 
+/// The new order of `block`'s instructions with its barriers in ascending
+/// group order: `Ok(None)` when it is already ordered (or has under two
+/// barriers), `Err(())` when the new order would make a dependency edge point
+/// forwards (then the block must stay as it is).
+///
+/// Cost: O(b log b) in the block's instructions plus their edges (edges to
+/// other blocks keep their direction: blocks keep their order).
+fn plan_block_order(f: &Function, block: BlockId) -> Result<Option<Vec<InstId>>, ()> {
+    let Some(b) = f.blocks.get(block.index()) else { return Ok(None) };
+    let slots: Vec<usize> =
+        (0..b.insts.len()).filter(|&p| matches!(f.insts[b.insts[p].index()].op, Op::CoreBarrier(_))).collect();
+    if slots.len() < 2 {
+        return Ok(None);
+    }
+    let mut barriers: Vec<InstId> = slots.iter().map(|&p| b.insts[p]).collect();
+    let group = |id: &InstId| match &f.insts[id.index()].op {
+        Op::CoreBarrier(cb) => cb.group,
+        _ => u32::MAX,
+    };
+    barriers.sort_by_key(group);
+    let mut new = b.insts.clone();
+    for (&p, &id) in slots.iter().zip(&barriers) {
+        new[p] = id;
+    }
+    if new == b.insts {
+        return Ok(None);
+    }
+    // Legal only if every edge between two instructions of this block still points backwards.
+    let pos: BTreeMap<InstId, usize> = new.iter().enumerate().map(|(p, &id)| (id, p)).collect();
+    let legal = new
+        .iter()
+        .enumerate()
+        .all(|(p, id)| f.insts[id.index()].deps.iter().all(|d| pos.get(&d.inst).is_none_or(|&q| q < p)));
+    if legal { Ok(Some(new)) } else { Err(()) }
+}
+
 /// `orderCoreBarriersAndCollectives(BasicBlock&)`: puts the barriers of
 /// `block` in ascending group order, the global rendezvous order in which the
 /// splitter places every core's arrivals (so no interleaving deadlocks).
@@ -64,40 +176,62 @@ fn renumber_function(f: &mut Function, ctr: &mut u32) {
 /// earlier instruction; otherwise the block is left as it was. Returns true
 /// when the block changed. The arena is re-canonicalized.
 pub fn order_core_barriers_and_collectives(f: &mut Function, block: BlockId) -> bool {
-    let Some(b) = f.blocks.get(block.index()) else { return false };
-    let slots: Vec<usize> =
-        (0..b.insts.len()).filter(|&p| matches!(f.insts[b.insts[p].index()].op, Op::CoreBarrier(_))).collect();
-    let mut barriers: Vec<InstId> = slots.iter().map(|&p| b.insts[p]).collect();
-    let group = |id: &InstId| match &f.insts[id.index()].op {
-        Op::CoreBarrier(cb) => cb.group,
-        _ => u32::MAX,
-    };
-    barriers.sort_by_key(group);
-    let mut new = b.insts.clone();
-    for (&p, &id) in slots.iter().zip(&barriers) {
-        new[p] = id;
-    }
-    if new == b.insts {
-        return false;
-    }
-    // Legal only if every dependency inside the function still points backwards.
-    let mut pos: BTreeMap<InstId, (usize, usize)> = BTreeMap::new();
-    for (bi, blk) in f.blocks.iter().enumerate() {
-        let list = if bi == block.index() { &new } else { &blk.insts };
-        for (p, &id) in list.iter().enumerate() {
-            pos.insert(id, (bi, p));
+    match plan_block_order(f, block) {
+        Ok(None) => false,
+        Err(()) => {
+            marks::hit("link.barrier.order_illegal");
+            false
+        }
+        Ok(Some(new)) => {
+            f.blocks[block.index()].insts = new;
+            f.canonicalize();
+            marks::hit("link.barrier.reordered");
+            true
         }
     }
-    let legal = f.insts.iter().enumerate().all(|(i, inst)| {
-        let me = pos.get(&InstId::from_index(i));
-        inst.deps.iter().all(|d| matches!((pos.get(&d.inst), me), (Some(a), Some(b)) if a < b))
-    });
-    if !legal {
-        marks::hit("link.barrier.order_illegal");
-        return false;
+}
+
+/// What [`order_module_core_barriers`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BarrierOrder {
+    /// Every block was already in order.
+    Unchanged,
+    /// This many blocks were reordered.
+    Reordered(usize),
+    /// Some block could not be reordered legally, so none was: reordering the
+    /// arrivals of one core only would let two cores meet two groups in
+    /// opposite orders (a deadlock the inputs did not have).
+    Refused,
+}
+
+/// `orderCoreBarriersAndCollectives` over every block of `m`, all or
+/// nothing (see [`BarrierOrder::Refused`]). Cost: O(n log n) in instructions.
+pub fn order_module_core_barriers(m: &mut Module) -> BarrierOrder {
+    let mut plans: Vec<(usize, usize, Vec<InstId>)> = Vec::new();
+    for (fi, f) in m.functions.iter().enumerate() {
+        for bi in 0..f.blocks.len() {
+            match plan_block_order(f, BlockId::from_index(bi)) {
+                Ok(None) => {}
+                Ok(Some(new)) => plans.push((fi, bi, new)),
+                Err(()) => {
+                    marks::hit("link.barrier.order_refused");
+                    return BarrierOrder::Refused;
+                }
+            }
+        }
     }
-    f.blocks[block.index()].insts = new;
-    f.canonicalize();
+    if plans.is_empty() {
+        return BarrierOrder::Unchanged;
+    }
+    let n = plans.len();
+    let mut touched = BTreeSet::new();
+    for (fi, bi, new) in plans {
+        m.functions[fi].blocks[bi].insts = new;
+        touched.insert(fi);
+    }
+    for fi in touched {
+        m.functions[fi].canonicalize();
+    }
     marks::hit("link.barrier.reordered");
-    true
+    BarrierOrder::Reordered(n)
 }

@@ -21,7 +21,7 @@ use crate::marks;
 pub fn run_call_graph(l: &mut BirLinker<'_>) -> Result<(), LinkError> {
     init_call_graph_module(l);
     let plan = copy_modules_as_functions(l)?;
-    fpass::run_function_passes(l);
+    fpass::run_function_passes(l)?;
     memlocs::build_main_memlocs(l, &plan);
     memlocs::build_main_aliases(l, &plan);
     tensor_map::build_main_tensor_map(l)?;
@@ -31,6 +31,7 @@ pub fn run_call_graph(l: &mut BirLinker<'_>) -> Result<(), LinkError> {
     }
     move_modules_as_functions(l);
     l.consumed = plan.consumed;
+    l.io_views = plan.io2spill_locs;
     l.report.collisions = plan.messages;
     l.report.io2spill = plan.io2spill;
     l.report.unified_external = plan.ext_unified;

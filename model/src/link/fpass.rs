@@ -10,6 +10,7 @@
 //! runs, so the barrier could never complete. The barrier depends (control) on
 //! every instruction nothing else in the function depends on (its sinks), so
 //! it waits for all of the core's work; the return depends on the barrier.
+//! Both edge sets are wired by `addBarrier` ([`add_barrier`]).
 //!
 //! **Switch-queue instances.** Rule (seed §5a says only "at validated
 //! points"): for every unified queue a core function drives with a DMA copy,
@@ -18,13 +19,28 @@
 //! before the function's first DMA on that queue, on the queue's owner engine,
 //! and that DMA gets a control dependency on it. Skipped when the function
 //! already switches that queue before its first use (the program chose), or
-//! when the core's module declares no instance. An insertion point is valid
-//! (`checkInsertionPointValid`) when it lies before the function's return and
-//! completion barrier.
+//! when the core's module declares no instance. The DMA's edge on the switch
+//! is wired by `addBarrier`.
+//!
+//! **No `checkInsertionPointValid`** (deviation, seed §5a, issue 12 §1). The
+//! seed validates each insertion point against the block. Here every point is
+//! the position of a DMA copied from an input module; inputs hold no return
+//! (`runModuleDefPasses` refuses them) and `fpassInsertReturns` appends the
+//! completion barrier and return after every copied instruction, so every
+//! point lies before them and inside its block by construction: the check
+//! could never fail, and a check that cannot fail is a defect (its mark
+//! `link.sqi.invalid_point` was unreachable). It is removed; the property it
+//! stood for (every switch precedes its DMA and the function's completion
+//! barrier) is asserted by the test
+//! `switch_queue_instances_precede_their_dma_and_the_completion_barrier`.
+//!
+//! Cost: O(n) per core function, plus O(n) per inserted switch (one per
+//! queue the core drives).
 
 use std::collections::BTreeSet;
 
-use super::{BirLinker, call_name};
+use super::barriers::add_barrier;
+use super::{BirLinker, LinkError, call_name};
 use crate::ir::*;
 use crate::marks;
 
@@ -36,9 +52,9 @@ pub const RETURN_PREFIX: &str = "return_";
 pub const SQI_PREFIX: &str = "I-SQI-";
 
 /// Runs both function passes on every core function.
-pub fn run_function_passes(l: &mut BirLinker<'_>) {
-    fpass_insert_returns(l);
-    fpass_insert_switch_queue_instances(l);
+pub fn run_function_passes(l: &mut BirLinker<'_>) -> Result<(), LinkError> {
+    fpass_insert_returns(l)?;
+    fpass_insert_switch_queue_instances(l)
 }
 
 /// The names of `f` that an inserted name could collide with (those with an
@@ -77,7 +93,7 @@ pub fn completion_group(modules: &[Module]) -> u32 {
 }
 
 /// `fpassInsertReturns`: completion barrier then return at the end of every core function.
-pub fn fpass_insert_returns(l: &mut BirLinker<'_>) {
+pub fn fpass_insert_returns(l: &mut BirLinker<'_>) -> Result<(), LinkError> {
     let group = completion_group(l.modules);
     let participants: Vec<u32> = l.info.defs.iter().map(|d| d.core).collect();
     for (d, &fid) in l.core_funcs.iter().enumerate() {
@@ -92,10 +108,7 @@ pub fn fpass_insert_returns(l: &mut BirLinker<'_>) {
                 has_dependent[dep.inst.index()] = true;
             }
         }
-        let sinks: Vec<Dep> = (0..f.insts.len())
-            .filter(|&i| !has_dependent[i])
-            .map(|i| Dep { inst: InstId::from_index(i), kind: EdgeKind::Control })
-            .collect();
+        let sinks: Vec<InstId> = (0..f.insts.len()).filter(|&i| !has_dependent[i]).map(InstId::from_index).collect();
         let last = BlockId::from_index(f.blocks.len() - 1);
         let call = call_name(core, idx);
         let cb = CoreBarrier { group, participants: participants.clone(), id: 0, flagged: true };
@@ -103,41 +116,20 @@ pub fn fpass_insert_returns(l: &mut BirLinker<'_>) {
         let name = fresh_inst_name(&mut taken, format!("{CB_RETURN_PREFIX}{call}"));
         let mut barrier = Inst::new(name, Engine::Sp, Op::CoreBarrier(cb));
         barrier.core = Some(core);
-        barrier.deps = sinks;
         let b = f.push_inst(last, barrier);
+        add_barrier(f, &sinks, &[b], EdgeKind::Control)?;
         let mut ret = Inst::new(fresh_inst_name(&mut taken, format!("{RETURN_PREFIX}{call}")), Engine::Sp, Op::Return);
         ret.core = Some(core);
-        ret.deps = vec![Dep { inst: b, kind: EdgeKind::Control }];
-        f.push_inst(last, ret);
+        let r = f.push_inst(last, ret);
+        add_barrier(f, &[b], &[r], EdgeKind::Control)?;
         l.report.inserted_returns += 1;
     }
     marks::hit("link.fpass.insert_returns");
-}
-
-/// The position (block, index) of the first return or completion barrier of
-/// `f`, or one past its end: no instruction may be inserted after it.
-pub fn insertion_limit(f: &Function) -> (usize, usize) {
-    for (bi, b) in f.blocks.iter().enumerate() {
-        for (pos, id) in b.insts.iter().enumerate() {
-            let i = &f.insts[id.index()];
-            let completion = matches!(i.op, Op::CoreBarrier(_)) && i.name.starts_with(CB_RETURN_PREFIX);
-            if matches!(i.op, Op::Return) || completion {
-                return (bi, pos);
-            }
-        }
-    }
-    (f.blocks.len(), 0)
-}
-
-/// `checkInsertionPointValid`: position `pos` of block `block` exists and lies
-/// at or before `limit` ([`insertion_limit`]), i.e. before the function's
-/// first return or completion barrier.
-pub fn check_insertion_point_valid(f: &Function, limit: (usize, usize), block: usize, pos: usize) -> bool {
-    f.blocks.get(block).is_some_and(|b| pos <= b.insts.len()) && (block, pos) <= limit
+    Ok(())
 }
 
 /// `fpassInsertSwitchQueueInstances`: the rule in the module doc.
-pub fn fpass_insert_switch_queue_instances(l: &mut BirLinker<'_>) {
+pub fn fpass_insert_switch_queue_instances(l: &mut BirLinker<'_>) -> Result<(), LinkError> {
     for (d, &fid) in l.core_funcs.iter().enumerate() {
         let def = &l.info.defs[d];
         let own = &l.modules[def.module].queues;
@@ -169,14 +161,9 @@ pub fn fpass_insert_switch_queue_instances(l: &mut BirLinker<'_>) {
                 inserts.push((bi, pos, q, instance));
             }
         }
-        let limit = insertion_limit(f);
         let mut taken = if inserts.is_empty() { BTreeSet::new() } else { inserted_like_names(f) };
         // Insert back to front so earlier positions stay valid.
         for &(bi, pos, q, instance) in inserts.iter().rev() {
-            if !check_insertion_point_valid(f, limit, bi, pos) {
-                marks::hit("link.sqi.invalid_point");
-                continue;
-            }
             let queue = &l.main.queues[q.index()];
             let name = fresh_inst_name(&mut taken, format!("{SQI_PREFIX}{}-{call}", queue.name));
             let mut sqi = Inst::new(name, queue.owner, Op::SwitchQueueInstance { queue: q, instance });
@@ -184,11 +171,12 @@ pub fn fpass_insert_switch_queue_instances(l: &mut BirLinker<'_>) {
             let sid = InstId::from_index(f.insts.len());
             f.insts.push(sqi);
             let dma = f.blocks[bi].insts[pos];
-            f.insts[dma.index()].deps.push(Dep { inst: sid, kind: EdgeKind::Control });
             f.blocks[bi].insts.insert(pos, sid);
+            add_barrier(f, &[sid], &[dma], EdgeKind::Control)?;
             l.report.sqi_inserted += 1;
             marks::hit("link.sqi.inserted");
         }
         f.canonicalize();
     }
+    Ok(())
 }

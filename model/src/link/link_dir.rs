@@ -14,11 +14,28 @@
 //!
 //! Names come from modules, so from users: they become paths only through
 //! [`safe_rel_path`], which rejects empty, `.`, `..`, absolute and NUL-bearing
-//! components. No directory under the root may already be a symlink, every
+//! components and components over [`NAME_MAX`] bytes. [`check_names`] (also
+//! the `dry_run` part) checks every path the setup will create — each
+//! component against `NAME_MAX`, each whole path and symlink target against
+//! [`PATH_MAX`] — so a name the file system would refuse fails before
+//! anything is written. Should the setup still fail midway (a full disk, a
+//! permission), everything it created is removed again; what existed before
+//! is left alone.
+//!
+//! **The per-core directories** `nc<c>/sg<c>` are the per-core flow's
+//! output, which lncsim stands in for by writing each weight's `.npy` and
+//! `debug_info.json`. Choice (issue 12 §3): an existing file there is never
+//! overwritten: one with exactly the bytes lncsim would write is kept (so a
+//! link can be repeated over its own directory), any other is
+//! [`LinkDirError::Exists`]. Other files there (custom-op blobs, CPU-node
+//! files the flow left) are the scans' input; the scans skip the files lncsim
+//! itself writes, so a weight named `cpu_node_w` is linked as a weight and
+//! not also copied as a CPU-node file. No directory under the root may already be a symlink, every
 //! symlink target is relative and is checked to resolve inside
 //! `<root>/<name>`, and nothing is written through an existing symlink.
 //! Weights are written as `.npy` v1.0 little-endian int32 (`<i4`).
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
@@ -44,6 +61,18 @@ pub enum LinkDirError {
     /// The weights to write as `.npy` are more bytes than the writer materializes.
     #[error("weights hold {0} bytes in all; the link directory allows {max}", max = crate::neff::MAX_WEIGHT_BYTES)]
     TooLarge(u64),
+    /// A path would exceed the file system's limits (a component over
+    /// `NAME_MAX` or a whole path over `PATH_MAX`).
+    #[error("path {path:?} is too long: {why}")]
+    TooLong {
+        /// The path (or component).
+        path: String,
+        /// Which limit.
+        why: String,
+    },
+    /// A file in a per-core directory exists with other contents; the link refuses to overwrite it.
+    #[error("{0} exists with other contents; refusing to overwrite it")]
+    Exists(String),
     /// A filesystem call failed.
     #[error("{path}: {msg}")]
     Io {
@@ -58,8 +87,14 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LinkDirError + '_ {
     move |e| LinkDirError::Io { path: path.display().to_string(), msg: e.to_string() }
 }
 
+/// Longest file-name component in bytes (POSIX `NAME_MAX` on Linux file systems).
+pub const NAME_MAX: usize = 255;
+/// Longest path in bytes, NUL excluded (Linux `PATH_MAX` is 4096 with the NUL).
+pub const PATH_MAX: usize = 4095;
+
 /// THE name-to-path function: `name` split on `/` into components, each
-/// non-empty, not `.` or `..`, without NUL; a leading `/` (absolute) is refused.
+/// non-empty, not `.` or `..`, without NUL, at most [`NAME_MAX`] bytes; a
+/// leading `/` (absolute) is refused.
 pub fn safe_rel_path(name: &str) -> Result<PathBuf, LinkDirError> {
     let bad = |why| {
         marks::hit("link.dir.bad_name");
@@ -74,6 +109,13 @@ pub fn safe_rel_path(name: &str) -> Result<PathBuf, LinkDirError> {
             "" => return bad("empty component"),
             "." | ".." => return bad("`.` or `..` component"),
             c if c.contains('\0') => return bad("NUL byte"),
+            c if c.len() > NAME_MAX => {
+                marks::hit("link.dir.name_too_long");
+                return Err(LinkDirError::TooLong {
+                    path: name.to_string(),
+                    why: format!("a component of {} bytes exceeds NAME_MAX {NAME_MAX}", c.len()),
+                });
+            }
             c => p.push(c),
         }
     }
@@ -105,16 +147,57 @@ fn weight_files(m: &Module) -> Result<Vec<(usize, PathBuf)>, LinkDirError> {
     Ok(out)
 }
 
-/// Every name that would become a path is valid (the `dry_run` part of §8),
-/// and the weights are small enough to write.
+/// Refuses `path` when it is longer than [`PATH_MAX`] bytes.
+fn check_path_len(path: &Path) -> Result<(), LinkDirError> {
+    let n = path.as_os_str().len();
+    if n > PATH_MAX {
+        marks::hit("link.dir.path_too_long");
+        let shown: String = path.display().to_string().chars().take(80).collect();
+        return Err(LinkDirError::TooLong {
+            path: format!("{shown}..."),
+            why: format!("{n} bytes exceed PATH_MAX {PATH_MAX}"),
+        });
+    }
+    Ok(())
+}
+
+/// The sgLnk name of a scanned per-core file `file` of core `core`: `nc<core>_<file>`.
+fn scanned_link_name(core: u32, file: &str) -> Result<PathBuf, LinkDirError> {
+    safe_rel_path(&format!("nc{core}_{file}"))
+}
+
+/// Every name that would become a path is valid (the `dry_run` part of §8):
+/// every component within [`NAME_MAX`], every file path, link path and link
+/// target within [`PATH_MAX`] (the scanned custom-op and CPU-node files of
+/// per-core directories that already exist included), and the weights are
+/// small enough to write. Reads directories, writes nothing.
+///
+/// Cost: O(W + F) in weights and scanned files.
 pub fn check_names(root: &Path, modules: &[Module], info: &DefInfo) -> Result<(), LinkDirError> {
-    module_dir(root, &info.name)?;
+    let mod_dir = module_dir(root, &info.name)?;
+    let lnk = mod_dir.join("sgLnk");
+    check_path_len(&lnk.join("tensor-map.json"))?;
     let mut bytes = 0u64;
     for d in &info.defs {
-        safe_rel_path(&d.sg_dir)?;
+        let sg = safe_rel_path(&d.sg_dir)?;
+        let core_dir = mod_dir.join(&sg);
+        check_path_len(&core_dir.join("debug_info.json"))?;
+        check_path_len(&lnk.join(format!("nc{}.debug_info.json", d.core)))?;
         let m = &modules[d.module];
-        for (i, _) in weight_files(m)? {
+        for (i, rel) in weight_files(m)? {
             bytes = bytes.saturating_add(m.memlocs[i].elem_count.saturating_mul(4)); // written as i32
+            let link_rel = Path::new("sgLnk").join(&rel);
+            check_path_len(&core_dir.join(&rel))?;
+            check_path_len(&mod_dir.join(&link_rel))?;
+            check_path_len(&relative_target(&link_rel, &sg.join(&rel)))?;
+        }
+        // The scans' link names, for the per-core files that already exist.
+        if core_dir.is_dir() {
+            let own = own_files(m)?;
+            for f in files_where(&core_dir, |n| !own.contains(n) && is_scanned(n))? {
+                let name = scanned_link_name(d.core, &f)?;
+                check_path_len(&lnk.join(&name))?;
+            }
         }
     }
     // Weights are materialized as `.npy` in memory: refuse a huge total before writing anything.
@@ -125,8 +208,60 @@ pub fn check_names(root: &Path, modules: &[Module], info: &DefInfo) -> Result<()
     Ok(())
 }
 
+/// A custom-op blob (`*.so`), found by `symLinkCustomOpFiles`.
+fn is_custom_op(n: &str) -> bool {
+    n.ends_with(".so")
+}
+
+/// A CPU-node file (`cpu_node*`), found by `copyCpuNodeFiles`.
+fn is_cpu_node(n: &str) -> bool {
+    n.starts_with("cpu_node")
+}
+
+fn is_scanned(n: &str) -> bool {
+    is_custom_op(n) || is_cpu_node(n)
+}
+
+/// The top-level names lncsim itself writes in a core's directory (weights'
+/// first components and `debug_info.json`): the scans skip them.
+fn own_files(m: &Module) -> Result<BTreeSet<String>, LinkDirError> {
+    let mut own: BTreeSet<String> = BTreeSet::from(["debug_info.json".to_string()]);
+    for (_, rel) in weight_files(m)? {
+        if let Some(Component::Normal(c)) = rel.components().next() {
+            own.insert(c.to_string_lossy().into_owned());
+        }
+    }
+    Ok(own)
+}
+
+/// What one setup created (paths that did not exist before it), so a failed
+/// setup can remove exactly that.
+#[derive(Default)]
+struct Created {
+    dirs: Vec<PathBuf>,
+    files: Vec<PathBuf>,
+}
+
+impl Created {
+    /// Removes what was created, files first, then directories deepest first
+    /// (each only if empty). Best effort: the setup's error is what is reported.
+    fn undo(self) {
+        for f in self.files.iter().rev() {
+            let _ = fs::remove_file(f);
+        }
+        for d in self.dirs.iter().rev() {
+            let _ = fs::remove_dir(d);
+        }
+    }
+}
+
 /// Creates `base/rel` directory by directory, refusing any existing symlink on the way.
 fn ensure_dir(base: &Path, rel: &Path) -> Result<PathBuf, LinkDirError> {
+    ensure_dir_in(base, rel, &mut Created::default())
+}
+
+/// [`ensure_dir`], recording the directories it creates in `created`.
+fn ensure_dir_in(base: &Path, rel: &Path, created: &mut Created) -> Result<PathBuf, LinkDirError> {
     let mut p = base.to_path_buf();
     for c in rel.components() {
         p.push(c);
@@ -137,7 +272,10 @@ fn ensure_dir(base: &Path, rel: &Path) -> Result<PathBuf, LinkDirError> {
             }
             Ok(md) if md.is_dir() => {}
             Ok(_) => return Err(LinkDirError::Io { path: p.display().to_string(), msg: "not a directory".into() }),
-            Err(_) => fs::create_dir(&p).map_err(io(&p))?,
+            Err(_) => {
+                fs::create_dir(&p).map_err(io(&p))?;
+                created.dirs.push(p.clone());
+            }
         }
     }
     Ok(p)
@@ -149,6 +287,37 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), LinkDirError> {
         fs::remove_file(path).map_err(io(path))?;
     }
     fs::write(path, bytes).map_err(io(path))
+}
+
+/// Writes `bytes` at `path` in a sgLnk directory (replacing what is there), recording a new file.
+fn write_file_in(path: &Path, bytes: &[u8], created: &mut Created) -> Result<(), LinkDirError> {
+    let existed = fs::symlink_metadata(path).is_ok();
+    write_file(path, bytes)?;
+    if !existed {
+        created.files.push(path.to_path_buf());
+    }
+    Ok(())
+}
+
+/// Writes a per-core artifact: never overwrites. A file with exactly `bytes`
+/// is kept; any other existing entry (a file with other bytes, a symlink, a
+/// directory) is [`LinkDirError::Exists`].
+fn write_new_file(path: &Path, bytes: &[u8], created: &mut Created) -> Result<(), LinkDirError> {
+    match fs::symlink_metadata(path) {
+        Ok(md) if md.is_file() && fs::read(path).is_ok_and(|old| old == bytes) => {
+            marks::hit("link.dir.artifact_kept");
+            Ok(())
+        }
+        Ok(_) => {
+            marks::hit("link.dir.artifact_exists");
+            Err(LinkDirError::Exists(path.display().to_string()))
+        }
+        Err(_) => {
+            fs::write(path, bytes).map_err(io(path))?;
+            created.files.push(path.to_path_buf());
+            Ok(())
+        }
+    }
 }
 
 /// A `.npy` v1.0 file of little-endian int32 values, shape `(n,)` (the NEFF's writer).
@@ -183,19 +352,29 @@ pub fn stays_inside(mod_dir: &Path, link: &Path, target: &Path) -> bool {
 }
 
 /// Creates the symlink `<mod_dir>/<link_rel>` -> `<mod_dir>/<target_rel>` (relative).
-fn symlink_files(mod_dir: &Path, link_rel: &Path, target_rel: &Path) -> Result<(), LinkDirError> {
+fn symlink_files(
+    mod_dir: &Path,
+    link_rel: &Path,
+    target_rel: &Path,
+    created: &mut Created,
+) -> Result<(), LinkDirError> {
     let link = mod_dir.join(link_rel);
     let target = relative_target(link_rel, target_rel);
     if !stays_inside(mod_dir, &link, &target) {
         return Err(LinkDirError::Escapes(link.display().to_string()));
     }
     if let Some(parent) = link_rel.parent() {
-        ensure_dir(mod_dir, parent)?;
+        ensure_dir_in(mod_dir, parent, created)?;
     }
-    if fs::symlink_metadata(&link).is_ok() {
+    let existed = fs::symlink_metadata(&link).is_ok();
+    if existed {
         fs::remove_file(&link).map_err(io(&link))?;
     }
-    symlink(&target, &link).map_err(io(&link))
+    symlink(&target, &link).map_err(io(&link))?;
+    if !existed {
+        created.files.push(link);
+    }
+    Ok(())
 }
 
 #[cfg(unix)]
@@ -209,22 +388,21 @@ fn symlink(_target: &Path, _link: &Path) -> std::io::Result<()> {
 }
 
 /// The stand-in for the per-core flow's artifacts: each weight as `.npy`
-/// and a `debug_info.json` naming the core's instructions.
-fn write_core_artifacts(core_dir: &Path, m: &Module) -> Result<(), LinkDirError> {
+/// and a `debug_info.json` naming the core's instructions; never overwrites
+/// ([`write_new_file`]).
+fn write_core_artifacts(core_dir: &Path, m: &Module, created: &mut Created) -> Result<(), LinkDirError> {
     for (i, rel) in weight_files(m)? {
         let l = &m.memlocs[i];
         let seed = l.init.unwrap_or(0);
         if let Some(parent) = rel.parent() {
-            ensure_dir(core_dir, parent)?;
+            ensure_dir_in(core_dir, parent, created)?;
         }
-        write_file(
-            &core_dir.join(&rel),
-            &npy_i32(&(0..l.elem_count).map(|k| init_value(seed, k)).collect::<Vec<_>>()),
-        )?;
+        let values: Vec<i32> = (0..l.elem_count).map(|k| init_value(seed, k)).collect();
+        write_new_file(&core_dir.join(&rel), &npy_i32(&values), created)?;
     }
     let names: Vec<&str> = m.functions.iter().flat_map(|f| f.insts.iter().map(|i| i.name.as_str())).collect();
     let debug = serde_json::json!({ "module": m.name, "core": m.attrs.neuron_core_id, "instructions": names });
-    write_file(&core_dir.join("debug_info.json"), debug.to_string().as_bytes())
+    write_new_file(&core_dir.join("debug_info.json"), debug.to_string().as_bytes(), created)
 }
 
 /// Files directly in `dir` whose name satisfies `pred`, in name order.
@@ -244,26 +422,50 @@ fn files_where(dir: &Path, pred: impl Fn(&str) -> bool) -> Result<Vec<String>, L
     Ok(out)
 }
 
-/// `setupLinkDir`: writes each core's artifacts, links them into `sgLnk`, and writes `tensor-map.json`.
+/// `setupLinkDir`: writes each core's artifacts, links them into `sgLnk`, and
+/// writes `tensor-map.json`. All or nothing: on an error, everything this
+/// call created is removed again (see the module doc).
 pub fn setup_link_dir(root: &Path, modules: &[Module], info: &DefInfo, tm: &TensorMap) -> Result<(), LinkDirError> {
     check_names(root, modules, info)?;
+    let mut created = Created::default();
+    let r = setup_link_dir_in(root, modules, info, tm, &mut created);
+    if r.is_err() {
+        marks::hit("link.dir.rolled_back");
+        created.undo();
+    }
+    r
+}
+
+fn setup_link_dir_in(
+    root: &Path,
+    modules: &[Module],
+    info: &DefInfo,
+    tm: &TensorMap,
+    created: &mut Created,
+) -> Result<(), LinkDirError> {
     // The root is the caller's (trusted); everything under it goes through `ensure_dir`.
-    fs::create_dir_all(root).map_err(io(root))?;
+    if !root.is_dir() {
+        // Record the directories `create_dir_all` makes, outermost first.
+        let mut missing: Vec<PathBuf> =
+            root.ancestors().take_while(|a| !a.as_os_str().is_empty() && !a.exists()).map(Path::to_path_buf).collect();
+        missing.reverse();
+        fs::create_dir_all(root).map_err(io(root))?;
+        created.dirs.extend(missing);
+    }
     let name_rel = safe_rel_path(&info.name)?;
-    let mod_dir = ensure_dir(root, &name_rel)?;
-    ensure_dir(&mod_dir, Path::new("sgLnk"))?; // createLinkDir
-    let mut linked_weights = std::collections::BTreeSet::new();
+    let mod_dir = ensure_dir_in(root, &name_rel, created)?;
+    ensure_dir_in(&mod_dir, Path::new("sgLnk"), created)?; // createLinkDir
+    let mut linked_weights = BTreeSet::new();
     for d in &info.defs {
         let sg = safe_rel_path(&d.sg_dir)?;
-        let core_dir = ensure_dir(&mod_dir, &sg)?;
+        let core_dir = ensure_dir_in(&mod_dir, &sg, created)?;
         let m = &modules[d.module];
-        write_core_artifacts(&core_dir, m)?;
+        write_core_artifacts(&core_dir, m, created)?;
         // symlinkNpyFiles: one link per weight name, to the first core's file
         // (weights of one name are identical: the linker unified them).
-
         for (_, rel) in weight_files(m)? {
             if linked_weights.insert(rel.clone()) {
-                symlink_files(&mod_dir, &Path::new("sgLnk").join(&rel), &sg.join(&rel))?;
+                symlink_files(&mod_dir, &Path::new("sgLnk").join(&rel), &sg.join(&rel), created)?;
             }
         }
         // symLinkDebugInfoFiles
@@ -271,22 +473,26 @@ pub fn setup_link_dir(root: &Path, modules: &[Module], info: &DefInfo, tm: &Tens
             &mod_dir,
             &Path::new("sgLnk").join(format!("nc{}.debug_info.json", d.core)),
             &sg.join("debug_info.json"),
+            created,
         )?;
+        // The scans see only what the per-core flow left, never lncsim's own files.
+        let own = own_files(m)?;
         // symLinkCustomOpFiles
-        for f in files_where(&core_dir, |n| n.ends_with(".so"))? {
+        for f in files_where(&core_dir, |n| is_custom_op(n) && !own.contains(n))? {
             marks::hit("link.dir.custom_op");
-            let link = Path::new("sgLnk").join(safe_rel_path(&format!("nc{}_{f}", d.core))?);
-            symlink_files(&mod_dir, &link, &sg.join(safe_rel_path(&f)?))?;
+            let link = Path::new("sgLnk").join(scanned_link_name(d.core, &f)?);
+            symlink_files(&mod_dir, &link, &sg.join(safe_rel_path(&f)?), created)?;
         }
         // copyCpuNodeFiles: copied, not linked.
-        for f in files_where(&core_dir, |n| n.starts_with("cpu_node"))? {
+        for f in files_where(&core_dir, |n| is_cpu_node(n) && !own.contains(n))? {
             marks::hit("link.dir.cpu_node_copied");
-            let to = mod_dir.join("sgLnk").join(safe_rel_path(&format!("nc{}_{f}", d.core))?);
+            let to = mod_dir.join("sgLnk").join(scanned_link_name(d.core, &f)?);
             let bytes = fs::read(core_dir.join(safe_rel_path(&f)?)).map_err(io(&core_dir))?;
-            write_file(&to, &bytes)?;
+            write_file_in(&to, &bytes, created)?;
         }
     }
-    try_update_tensor_map_file(root, &info.name, tm)?;
+    let dir = mod_dir.join("sgLnk");
+    write_file_in(&dir.join("tensor-map.json"), tm.to_json().as_bytes(), created)?;
     marks::hit("link.dir.setup");
     Ok(())
 }

@@ -19,7 +19,8 @@
 //! 6. `initQueues` ([`queues`]);
 //! 7. link-dir setup ([`link_dir`], only when a link dir is requested);
 //! 8. `fixOutputKind` ([`outputs`]);
-//! 9. `renumberCoreBarriers` ([`barriers`]);
+//! 9. `orderCoreBarriersAndCollectives` on every block, then
+//!    `renumberCoreBarriers` ([`barriers`]);
 //! 10. the post-link report ([`report`]).
 //!
 //! The seed's `hlo_netlist.json` (step 4 of its `run`) has no counterpart: the
@@ -175,6 +176,9 @@ pub enum LinkError {
     /// Per-core tensor maps disagree on one tensor.
     #[error("tensor map: {0}")]
     TensorMap(String),
+    /// `addBarrier` refused to wire an inserted instruction.
+    #[error("addBarrier: {0}")]
+    Wiring(#[from] barriers::AddBarrierError),
     /// The sgLnk link directory could not be set up.
     #[error("link dir: {0}")]
     LinkDir(#[from] LinkDirError),
@@ -267,6 +271,8 @@ pub struct BirLinker<'a> {
     pub(crate) core_funcs: Vec<FuncId>,
     /// Unified handoff targets -> the consumer cores (for fixOutputKind).
     pub(crate) consumed: BTreeMap<MemLocId, BTreeSet<u32>>,
+    /// Views that were dangling IO, now spills (fixOutputKind drops them from sets).
+    pub(crate) io_views: Vec<MemLocId>,
     /// The unified tensor map.
     pub(crate) tensor_map: TensorMap,
     /// The report, filled step by step.
@@ -294,6 +300,7 @@ impl<'a> BirLinker<'a> {
             main,
             core_funcs: Vec::new(),
             consumed: BTreeMap::new(),
+            io_views: Vec::new(),
             tensor_map: TensorMap::default(),
             report,
         })
@@ -310,6 +317,11 @@ impl<'a> BirLinker<'a> {
         outputs::fix_output_kind(&mut self)?;
         if let Some(root) = self.opts.link_dir.clone() {
             link_dir::try_update_tensor_map_file(&root, &self.info.name, &self.tensor_map)?;
+        }
+        match barriers::order_module_core_barriers(&mut self.main) {
+            barriers::BarrierOrder::Unchanged => {}
+            barriers::BarrierOrder::Reordered(n) => self.report.barrier_blocks_reordered = n,
+            barriers::BarrierOrder::Refused => self.report.barrier_order_refused = true,
         }
         self.report.barriers_renumbered = barriers::renumber_core_barriers(&mut self.main);
         report::post_link_report(&self.main, &mut self.report);

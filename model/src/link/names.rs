@@ -34,8 +34,6 @@ pub(crate) struct NameTable {
     starts: Vec<u32>,
     /// How many top hash bits index `starts`.
     bits: u32,
-    /// Uncontested originals that claimed their name (by flat index).
-    claimed: Vec<bool>,
     /// The exact table: contested originals and generated names claimed so
     /// far, by hash, plus an overflow map for distinct names sharing a hash.
     by_hash: ByHash<MemLocId>,
@@ -70,16 +68,7 @@ impl NameTable {
         for k in 1..starts.len() {
             starts[k] += starts[k - 1];
         }
-        NameTable {
-            contested,
-            hashes,
-            originals,
-            starts,
-            bits,
-            claimed: vec![false; n],
-            by_hash: ByHash::default(),
-            overflow: BTreeMap::new(),
-        }
+        NameTable { contested, hashes, originals, starts, bits, by_hash: ByHash::default(), overflow: BTreeMap::new() }
     }
 
     /// The location that claimed `name`, if one did. Exact for an original
@@ -114,14 +103,14 @@ impl NameTable {
         debug_assert_eq!(h, hash_name(name), "flat index {flat} is not `{name}`");
         if !self.contested.contains(&h) && !self.by_hash.contains_key(&h) {
             // No other original carries this hash and no generated name took it.
-            self.claimed[flat] = true;
             return true;
         }
         self.claim_exact(h, name, id, locs)
     }
 
-    /// Claims a generated name for `id` unless it is taken; `original` gives
-    /// an original name by flat index.
+    /// Claims a generated name for `id` unless it is taken or any original
+    /// location holds it (claimed yet or not: a rename never takes a user's
+    /// name); `original` gives an original name by flat index.
     pub(crate) fn claim_generated<'n>(
         &mut self,
         name: &str,
@@ -130,7 +119,7 @@ impl NameTable {
         original: impl Fn(usize) -> &'n str,
     ) -> bool {
         let h = hash_name(name);
-        if self.same_hash(h).filter(|&f| self.claimed[f]).any(|f| original(f) == name) {
+        if self.same_hash(h).any(|f| original(f) == name) {
             return false;
         }
         self.claim_exact(h, name, id, locs)
@@ -198,12 +187,13 @@ mod tests {
         };
         assert!(claim(&mut t, &mut locs, Some(0), "t"));
         assert!(!claim(&mut t, &mut locs, Some(1), "t"), "contested and taken");
-        assert!(claim(&mut t, &mut locs, None, "t.nc1"), "the generated name is free so far");
-        assert!(!claim(&mut t, &mut locs, Some(2), "t.nc1"), "an original the generated name took");
+        assert!(!claim(&mut t, &mut locs, None, "t.nc1"), "an original holds it, though not claimed yet");
+        assert!(claim(&mut t, &mut locs, Some(2), "t.nc1"), "so the original keeps its name");
+        assert!(claim(&mut t, &mut locs, None, "t.nc1.2"));
         assert!(claim(&mut t, &mut locs, Some(3), "u"), "uncontested: the fast path");
         assert!(!claim(&mut t, &mut locs, None, "u"), "a generated name equal to a claimed original");
         assert!(claim(&mut t, &mut locs, None, "v"));
-        assert_eq!(t.get("t.nc1", &locs), Some(MemLocId(1)));
+        assert_eq!(t.get("t.nc1.2", &locs), Some(MemLocId(2)));
         assert_eq!(t.get("t", &locs), Some(MemLocId(0)));
     }
 

@@ -72,6 +72,10 @@ pub struct PostLinkReport {
     pub inserted_returns: usize,
     /// Inserted switch-queue-instance instructions.
     pub sqi_inserted: usize,
+    /// Blocks whose barriers `orderCoreBarriersAndCollectives` put in group order.
+    pub barrier_blocks_reordered: usize,
+    /// True when some block could not be ordered legally, so no block was.
+    pub barrier_order_refused: bool,
     /// Flagged barriers renumbered.
     pub barriers_renumbered: u32,
     /// Every barrier arrival with its slot id, function order.
@@ -155,6 +159,12 @@ impl fmt::Display for PostLinkReport {
                 "# queue {}: cores {:?}, instances {:?}, semaphores {} (max; sum {})",
                 q.name, q.cores, q.instances, q.semaphores, q.semaphores_sum
             )?;
+        }
+        if self.barrier_blocks_reordered > 0 {
+            writeln!(w, "# barriers put in group order in {} blocks", self.barrier_blocks_reordered)?;
+        }
+        if self.barrier_order_refused {
+            writeln!(w, "# barrier order kept: some block cannot be put in group order legally")?;
         }
         match self.barriers_renumbered {
             0 => writeln!(w, "# barriers renumbered: 0")?,
