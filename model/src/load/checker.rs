@@ -154,7 +154,7 @@ fn check<D: Device + ?Sized>(dev: &D, neff: &Neff, images: &[CoreImage], models:
             bad.extend(check_tables(dev, neff, sg, m));
         }
     }
-    bad.extend(check_views(images));
+    bad.extend(check_views(neff, images));
     // Private pieces, IO buffers (at their real size) and the shared region never overlap.
     owned.extend(io.iter().map(|(n, &(pa, len))| Piece { pa, len, what: format!("io {n}") }));
     owned.extend(shared.map(|(pa, len)| Piece { pa, len, what: "the shared region".to_owned() }));
@@ -384,28 +384,49 @@ fn check_tables<D: Device + ?Sized>(dev: &D, neff: &Neff, sg: &Subgraph, m: &Mod
     bad
 }
 
-/// Views of one shared tensor (`<t>_in<c>` on core `c`) sit at one address on every core.
-fn check_views(images: &[CoreImage]) -> Vec<String> {
+/// Views of one shared tensor sit at one address on every core: a
+/// `virtual` var `<t>_in<c>` of core `c` in the shared region (backed by a
+/// `vnc_shared` tmp-buf) and a shared `virtual` var `t` of another core.
+fn check_views(neff: &Neff, images: &[CoreImage]) -> Vec<String> {
     let mut bad = Vec::new();
-    // (name) -> [(core, pa)] of every virtual var, O(n log n).
-    let mut virt: BTreeMap<&str, Vec<(usize, u64)>> = BTreeMap::new();
-    for (c, img) in images.iter().enumerate() {
-        for v in img.vars.iter().filter(|v| v.var_type == VarType::Virtual) {
-            virt.entry(v.name.as_str()).or_default().push((c, v.pa));
+    let pa = |img: &CoreImage, sg: &Subgraph, name: &str| {
+        sg.def.var.get(name).and_then(|v| img.vars.get(v.var_id as usize)).map(|v| v.pa)
+    };
+    // name -> [(core, pa)] of every shared view, O(n log n).
+    let mut by_name: BTreeMap<&str, Vec<(usize, u64)>> = BTreeMap::new();
+    for (c, (img, sg)) in images.iter().zip(&neff.subgraphs).enumerate() {
+        for n in shared_views(sg) {
+            by_name.entry(n).or_default().extend(pa(img, sg, n).map(|p| (c, p)));
         }
     }
-    for (c, img) in images.iter().enumerate() {
+    for (c, (img, sg)) in images.iter().zip(&neff.subgraphs).enumerate() {
         let suffix = format!("_in{c}");
-        for v in &img.vars {
-            let Some(t) = v.name.strip_suffix(&suffix) else { continue };
-            for &(o, pa) in virt.get(t).into_iter().flatten() {
-                if o != c && pa != v.pa {
-                    bad.push(format!("sg{c:02} {} at {:#x} but sg{o:02} {t} at {pa:#x}", v.name, v.pa));
+        for name in shared_views(sg) {
+            let (Some(t), Some(at)) = (name.strip_suffix(&suffix), pa(img, sg, name)) else { continue };
+            for &(o, opa) in by_name.get(t).into_iter().flatten() {
+                if o != c && opa != at {
+                    bad.push(format!("sg{c:02} {name} at {at:#x} but sg{o:02} {t} at {opa:#x}"));
                 }
             }
         }
     }
     bad
+}
+
+/// The `virtual` vars of `sg` backed by a `vnc_shared` tmp-buf.
+fn shared_views(sg: &Subgraph) -> Vec<&str> {
+    sg.def
+        .var
+        .iter()
+        .filter(|(_, v)| v.var_type == VarType::Virtual)
+        .filter(|(_, v)| {
+            v.backing_variable
+                .as_ref()
+                .and_then(|b| sg.def.var.get(b))
+                .is_some_and(|b| b.var_type == VarType::TmpBuf && b.extra.get("vnc_shared") == Some(&Value::Bool(true)))
+        })
+        .map(|(n, _)| n.as_str())
+        .collect()
 }
 
 /// One line per piece that starts before the furthest-reaching earlier piece ends (one sort, one sweep).

@@ -170,7 +170,7 @@ pub fn apply(u: &mut Unstructured<'_>, members: &mut MemberTable, header: &mut N
                         vars.remove(&name);
                     }
                     _ => {
-                        let v = &mut vars[&name];
+                        let Some(v) = vars.get_mut(&name).filter(|v| v.is_object()) else { return };
                         v[field] = match field {
                             "backing_variable" => json!(other),
                             "type" => json!(ty),
@@ -201,6 +201,9 @@ pub fn apply(u: &mut Unstructured<'_>, members: &mut MemberTable, header: &mut N
                 }
                 let len = dma.len();
                 let d = &mut dma[pick % len];
+                if !d.is_object() {
+                    return;
+                }
                 d[field] = match field {
                     "queue" | "from" | "to" => json!(format!("q{}", n % 4)),
                     _ => json!(n),
@@ -251,6 +254,7 @@ pub fn apply(u: &mut Unstructured<'_>, members: &mut MemberTable, header: &mut N
             let def = def.clone();
             let (which, n) = (u8::arbitrary(u)? % 3, number(u)?);
             edit_json(members, &def, |d| match which {
+                _ if !d.is_object() => {}
                 0 => d["runtime_semaphore_count"] = json!(n),
                 1 => d["barrier_groups"] = json!({ (n % 8).to_string(): [n % 4, n % 3] }),
                 _ => {
