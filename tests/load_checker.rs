@@ -9,12 +9,12 @@ mod load_check;
 use lncsim_model::codegen::VarKind;
 use lncsim_model::codegen::record::{DESCRIPTOR_SIZE, DeviceDescriptor, Opcode, RECORD_SIZE, Record};
 use lncsim_model::load::testkit::pack_generated;
-use lncsim_model::load::{CoreImage, Device, HNn, Isa, Runtime, StreamImage};
+use lncsim_model::load::{CoreImage, Device, HNn, Isa, Model, Runtime, StreamImage};
 use lncsim_model::neff::manifest::VarType;
 use lncsim_model::neff::{Neff, ReadOptions};
 use lncsim_model::program::{GenConfig, SizeClass};
 use lncsim_sim::device::SimDevice;
-use load_check::check_load;
+use load_check::{check_load, check_models};
 
 /// A 4-core generated NEFF loaded clean, its parsed form and its images.
 fn loaded() -> (Runtime<SimDevice>, Neff, Vec<CoreImage>) {
@@ -261,4 +261,211 @@ fn records_changed_on_the_device_are_reported() {
         check(&[&format!("sg{sg:02} {} ip {}: expansion record 1 is Mul", s.engine.key(), p.neff_ip)]);
         old
     });
+}
+
+/// The checker's lines for `models` changed by `edit`; asserts one contains every needle.
+fn reports_models(
+    dev: &SimDevice,
+    neff: &Neff,
+    models: &[Model],
+    edit: impl FnOnce(&mut Vec<Model>),
+    needles: &[&str],
+) {
+    let mut broken = models.to_vec();
+    edit(&mut broken);
+    let bad = check_models(dev, neff, &broken);
+    assert!(bad.iter().any(|l| needles.iter().all(|n| l.contains(n))), "no line with {needles:?} in {bad:#?}");
+}
+
+#[test]
+fn io_buffers_are_checked_at_their_real_size() {
+    let (rt, neff, images) = loaded();
+    // Two IO buffers of core 0; the second moved one byte into the first. At one byte
+    // each (the old checker's view) they would not overlap; at their real sizes they do.
+    let io: Vec<usize> = images[0]
+        .vars
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.kind == VarKind::Input && v.size > 1)
+        .map(|(i, _)| i)
+        .collect();
+    let (a, b) = (io[0], io[1]);
+    let (a_name, b_name) = (images[0].vars[a].name.clone(), images[0].vars[b].name.clone());
+    let target = images[0].vars[a].pa + 1;
+    reports(
+        &rt,
+        &neff,
+        &images,
+        |imgs| {
+            for img in imgs.iter_mut() {
+                for v in img.vars.iter_mut().filter(|v| v.name == b_name) {
+                    v.pa = target;
+                }
+            }
+        },
+        &[&format!("io {a_name}"), "overlaps", &format!("io {b_name}")],
+    );
+    // An IO buffer whose real size runs past its allocation.
+    reports(
+        &rt,
+        &neff,
+        &images,
+        |imgs| imgs[0].vars[a].pa += 1,
+        &[&format!("sg00 var {a_name}: "), "is not inside a live allocation"],
+    );
+}
+
+#[test]
+fn a_view_outside_its_backing_var_is_reported() {
+    let (rt, neff, images) = loaded();
+    // def.json grows a view past its backing var; the image agrees with def.json.
+    let (name, backing) = neff.subgraphs[0]
+        .def
+        .var
+        .iter()
+        .find_map(|(n, v)| {
+            (v.var_type == VarType::Virtual).then(|| v.backing_variable.clone().map(|b| (n.clone(), b))).flatten()
+        })
+        .unwrap();
+    let mut grown = neff.clone();
+    let bsize = grown.subgraphs[0].def.var[&backing].size.unwrap();
+    let v = grown.subgraphs[0].def.var.get_mut(&name).unwrap();
+    v.size = Some(bsize + 64);
+    let id = v.var_id as usize;
+    let mut imgs = images.clone();
+    imgs[0].vars[id].size = bsize + 64;
+    let bad = check_load(rt.device(), &grown, &imgs);
+    assert!(
+        bad.iter().any(|l| l.contains(&format!("sg00 var {name}: "))
+            && l.contains(&format!("is not inside its backing {backing}"))),
+        "{bad:#?}"
+    );
+}
+
+#[test]
+fn pieces_outside_their_carve_out_and_a_wrong_carve_out_are_reported() {
+    let (rt, neff, _) = loaded();
+    let models = rt.models(HNn(1)).unwrap();
+    assert_eq!(check_models(rt.device(), &neff, &models), Vec::<String>::new());
+    // Core 0's stream placed in core 1's carve-out.
+    let e = models[0].image.engines.iter().position(|s| s.records > 0).unwrap();
+    let key = models[0].image.engines[e].engine.key();
+    let elsewhere = models[1].carveout.pa;
+    reports_models(
+        rt.device(),
+        &neff,
+        &models,
+        |m| m[0].image.engines[e].pa = elsewhere,
+        &[&format!("sg00 {key} stream"), "is outside its core's carve-out"],
+    );
+    // A private weight moved into core 1's carve-out (inside a live allocation, wrong one).
+    let w = models[0].image.vars.iter().position(|v| v.name == "w0").unwrap();
+    reports_models(
+        rt.device(),
+        &neff,
+        &models,
+        |m| m[0].image.vars[w].pa = elsewhere,
+        &["sg00 var w0", "is outside its core's carve-out"],
+    );
+    reports_models(
+        rt.device(),
+        &neff,
+        &models,
+        |m| m[2].carveout.size += 4096,
+        &["sg02: carve-out", "is not a live allocation"],
+    );
+}
+
+/// A device that lists one extra allocation overlapping a real one.
+struct Overlapping<'a>(&'a SimDevice);
+
+impl Device for Overlapping<'_> {
+    fn num_tpbs(&self) -> u32 {
+        self.0.num_tpbs()
+    }
+    fn mem_alloc(&self, tpb: u32, size: u64, align: u64) -> Result<u64, lncsim_model::load::DeviceError> {
+        self.0.mem_alloc(tpb, size, align)
+    }
+    fn mem_free(&self, pa: u64) -> Result<(), lncsim_model::load::DeviceError> {
+        self.0.mem_free(pa)
+    }
+    fn copy_in(&self, tpb: u32, pa: u64, data: &[u8]) -> Result<(), lncsim_model::load::DeviceError> {
+        self.0.copy_in(tpb, pa, data)
+    }
+    fn copy_out(&self, pa: u64, len: u64) -> Result<Vec<u8>, lncsim_model::load::DeviceError> {
+        self.0.copy_out(pa, len)
+    }
+    fn live_allocations(&self) -> usize {
+        self.0.live_allocations() + 1
+    }
+    fn allocations(&self) -> Vec<(u64, u64)> {
+        let mut a = Device::allocations(self.0);
+        let (pa, size) = a[0];
+        a.push((pa + size / 2, size));
+        a.sort_unstable();
+        a
+    }
+}
+
+#[test]
+fn overlapping_live_allocations_are_reported() {
+    let (rt, neff, images) = loaded();
+    let bad = lncsim_model::load::checker::check_load(&Overlapping(rt.device()), &neff, &images);
+    assert!(bad.iter().any(|l| l.starts_with("live allocations [") && l.ends_with(") overlap")), "{bad:#?}");
+}
+
+#[test]
+fn the_real_neffs_tables_are_checked_member_by_member() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let Some(path) = lncsim_model::testdata::require(root, "real-neff/matmul_small.neff") else { return };
+    let bytes = std::fs::read(path).unwrap();
+    let neff = Neff::parse(&bytes, &ReadOptions::default()).unwrap();
+    let rt = Runtime::new(SimDevice::new(2, 2));
+    let m = rt.nrt_load(&bytes, -1, -1).unwrap();
+    let models = rt.models(m.h_nn).unwrap();
+    assert_eq!(models[0].tables.len(), 6);
+    assert_eq!(check_models(rt.device(), &neff, &models), Vec::<String>::new());
+    let member = models[0].tables[0].member.clone();
+    reports_models(
+        rt.device(),
+        &neff,
+        &models,
+        |m| {
+            m[0].tables.remove(0);
+        },
+        &[&format!("sg00: table {member} was not staged")],
+    );
+    reports_models(
+        rt.device(),
+        &neff,
+        &models,
+        |m| {
+            let t = m[0].tables[0].clone();
+            m[0].tables.push(t);
+        },
+        &[&format!("table {member} staged 2 times")],
+    );
+    reports_models(
+        rt.device(),
+        &neff,
+        &models,
+        |m| m[0].tables[0].pa += 4,
+        &[&format!("sg00: table {member} differs")],
+    );
+    let out = models[1].carveout.pa;
+    reports_models(
+        rt.device(),
+        &neff,
+        &models,
+        |m| m[0].tables[0].pa = out,
+        &[&format!("sg00 table {member}"), "is outside its core's carve-out"],
+    );
+    reports_models(
+        rt.device(),
+        &neff,
+        &models,
+        |m| m[1].tables[1].member = "sg01/ghost.bin".to_owned(),
+        &["sg01: staged table sg01/ghost.bin is not one the NEFF names"],
+    );
+    rt.nrt_unload(&m).unwrap();
 }

@@ -97,3 +97,33 @@ fn failures_exit_1_with_the_status_on_one_line() {
     std::fs::remove_file(f).unwrap();
     std::fs::remove_file(junk).unwrap();
 }
+
+/// `--fail-alloc K` on a 2-subgraph NEFF with the real-thread fan-out: the
+/// same bytes in 100 runs for each of the two carve-out allocations (the ones
+/// the two staging threads race for), the fault on the core K names, and the
+/// sibling's rollback printed after the failure that caused it.
+#[test]
+fn fail_alloc_with_threads_prints_the_same_bytes_in_100_runs() {
+    let f = packed(2, "fail-alloc-det");
+    let f = f.to_str().unwrap();
+    let (code, out, err) = run(&["load", f, "--cores", "2", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    // One shared region (if any) and one buffer per IO name on tpb 0, then one carve-out per core.
+    let per_load = v["io"].as_object().unwrap().len() as u64 + u64::from(!v["shared_region"].is_null());
+    for (k, tpb) in [(per_load, 0), (per_load + 1, 1)] {
+        let k = k.to_string();
+        let first = run(&["load", f, "--cores", "2", "--fail-alloc", &k]);
+        assert_eq!(first.0, 1, "{}", first.1);
+        assert!(first.2.contains(&format!("MEM_ALLOC_V2MT64 failed on tpb {tpb}")), "{}", first.2);
+        let lines: Vec<&str> = first.1.lines().collect();
+        let failed = lines.iter().position(|l| l.contains("kbl_model_add") && l.contains("FAILED")).unwrap();
+        if let Some(rb) = lines.iter().position(|l| l.contains("kbl_model_remove")) {
+            assert!(rb > failed, "a rollback printed before its failure:\n{}", first.1);
+        }
+        for i in 1..100 {
+            assert_eq!(run(&["load", f, "--cores", "2", "--fail-alloc", &k]), first, "run {i} of --fail-alloc {k}");
+        }
+    }
+    std::fs::remove_file(f).unwrap();
+}

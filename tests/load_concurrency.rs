@@ -38,10 +38,15 @@ fn many_threads_loading_same_and_different_neffs_all_end_ready_and_unload_clean(
             hs.into_iter().map(|h| h.join().unwrap()).collect()
         });
         let mut roles: BTreeMap<String, u32> = BTreeMap::new();
-        for (m, r) in &models {
+        for (i, (m, r)) in models.iter().enumerate() {
             let d = rt.dlr_model(m.h_nn).unwrap();
             assert_eq!(d.state.name(), "READY");
             assert_eq!(rt.core_images(m.h_nn).unwrap().len(), 2);
+            // Every READY load passes the load checker, with 23 others live on the device.
+            let bytes = &neffs[if i % 2 == 0 { 0 } else { i % 3 }];
+            let parsed = lncsim_model::neff::Neff::parse(bytes, &lncsim_model::neff::ReadOptions::default()).unwrap();
+            let bad = lncsim_model::load::checker::check_models(rt.device(), &parsed, &rt.models(m.h_nn).unwrap());
+            assert!(bad.is_empty(), "{}", bad.join("\n"));
             for x in r {
                 *roles.entry(x.split(':').next().unwrap().to_owned()).or_default() += 1;
             }

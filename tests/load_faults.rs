@@ -9,6 +9,8 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+#[path = "common/load_check.rs"]
+mod load_check;
 
 use lncsim_model::load::testkit::pack_generated;
 use lncsim_model::load::tnc::CacheState;
@@ -46,6 +48,14 @@ fn clean(rt: &Runtime<SimDevice>) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// A READY load passes the load checker.
+fn ready_passes_the_checker(rt: &Runtime<SimDevice>, bytes: &[u8], m: &NrtModel) -> Result<(), TestCaseError> {
+    let neff = lncsim_model::neff::Neff::parse(bytes, &lncsim_model::neff::ReadOptions::default()).unwrap();
+    let bad = load_check::check_models(rt.device(), &neff, &rt.models(m.h_nn).unwrap());
+    prop_assert!(bad.is_empty(), "READY but: {}", bad.join("; "));
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
@@ -69,6 +79,7 @@ proptest! {
             match load(&rt, &bytes, threads, order_seed ^ k) {
                 Ok(m) => {
                     prop_assert!(k >= n, "fault at op {} of {} did not fail the load", k, n);
+                    ready_passes_the_checker(&rt, &bytes, &m)?;
                     prop_assert!(rt.device().fired().is_empty());
                     prop_assert_eq!(rt.device().counts().faultable(), n, "the op count is deterministic");
                     rt.nrt_unload(&m).unwrap();
@@ -106,12 +117,14 @@ proptest! {
             Fault::Alloc(k) => k < c.mem_alloc,
             Fault::CopyIn(k) => k < c.copy_in,
             Fault::Tpb(t) => t < cfg.cores,
+            Fault::AllocAt { .. } | Fault::CopyInAt { .. } => unreachable!("seeded plans draw global triggers"),
         };
         rt.device().reset_counts();
         rt.device().set_fault_plan(plan.clone());
         match rt.nrt_load(&bytes, -1, -1) {
             Ok(m) => {
                 prop_assert!(!hits, "{:?} should have failed the load", plan);
+                ready_passes_the_checker(&rt, &bytes, &m)?;
                 rt.nrt_unload(&m).unwrap();
             }
             Err(e) => {
@@ -148,4 +161,46 @@ fn a_staging_failure_on_one_core_rolls_back_its_siblings() {
     assert_eq!(trace.find("kbl_model_remove").count(), 3, "every staged sibling is removed");
     assert_eq!(rt.device().live_allocations(), 0);
     assert!(rt.device_models().is_empty());
+}
+
+/// Keyed faults (`AllocAt` / `CopyInAt`, per physical core) hit the same
+/// operation in every thread interleaving: 100 loads with the real-thread
+/// fan-out per trigger give one trace, one error and one fired fault; every
+/// rollback follows the failure that caused it.
+#[test]
+fn keyed_faults_with_threads_give_the_same_outcome_in_100_runs() {
+    use lncsim_sim::device::keyed;
+    let bytes =
+        pack_generated(&lncsim_model::program::GenConfig::new(9, 4, lncsim_model::program::SizeClass::Small)).unwrap();
+    let rt = Runtime::new(SimDevice::new(4, 4));
+    rt.device().start_log();
+    let m = rt.nrt_load(&bytes, -1, -1).unwrap();
+    let log = rt.device().take_log();
+    rt.nrt_unload(&m).unwrap();
+    let allocs = log.iter().filter(|(k, _)| *k == OpKind::MemAlloc).count() as u64;
+    let mut triggers: Vec<Fault> = (0..allocs).map(|k| keyed(OpKind::MemAlloc, k, &log).unwrap()).collect();
+    triggers.extend([0, 7, 20].iter().filter_map(|&k| keyed(OpKind::CopyIn, k, &log)));
+    assert_eq!(keyed(OpKind::MemAlloc, allocs, &log), None);
+    for fault in triggers {
+        let mut first = None;
+        for i in 0..100 {
+            // A fresh runtime per run: the handles (H_MODEL) count loads per runtime.
+            let rt = Runtime::new(SimDevice::new(4, 4));
+            rt.device().set_fault_plan(FaultPlan::one(fault));
+            let (r, trace) = rt.nrt_load_traced(&bytes, -1, -1);
+            let e = r.unwrap_err();
+            let fired = rt.device().fired();
+            assert_eq!(fired.len(), 1, "{fault:?}");
+            let lines: Vec<String> =
+                trace.events.iter().map(|e| format!("{} {} {} {}", e.stage, e.func, e.ok, e.detail)).collect();
+            let failed = trace.events.iter().position(|e| !e.ok).unwrap();
+            assert!(trace.events[..failed].iter().all(|e| e.func != "kbl_model_remove"), "{lines:#?}");
+            let got = (e, lines, fired[0].tpb);
+            match &first {
+                None => first = Some(got),
+                Some(f) => assert_eq!(&got, f, "run {i} of {fault:?}"),
+            }
+            assert_eq!(rt.device().live_allocations(), 0);
+        }
+    }
 }

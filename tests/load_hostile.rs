@@ -3,6 +3,10 @@
 //! what is wrong, and leaves nothing behind; random corruption never panics.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+#[path = "common/load_check.rs"]
+mod load_check;
+
 use lncsim_model::codegen::record::{Opcode, Record};
 use lncsim_model::load::testkit::pack_generated;
 use lncsim_model::load::{Device, Runtime};
@@ -223,6 +227,10 @@ proptest! {
         });
         let rt = Runtime::new(SimDevice::new(2, 2));
         if let Ok(m) = rt.nrt_load(&neff, -1, -1) {
+            // A corrupted NEFF that legitimately loads must pass the load checker.
+            let parsed = Neff::parse(&neff, &ReadOptions::default()).unwrap();
+            let bad = load_check::check_models(rt.device(), &parsed, &rt.models(m.h_nn).unwrap());
+            prop_assert!(bad.is_empty(), "READY but: {}", bad.join("; "));
             rt.nrt_unload(&m).unwrap();
         }
         prop_assert_eq!(rt.device().live_allocations(), 0);
@@ -247,6 +255,8 @@ fn the_fan_out_takes_256_subgraphs_and_refuses_257() {
     let rt = Runtime::new(SimDevice::new(256, 256));
     let m = rt.nrt_load(&graphs(256), -1, -1).unwrap();
     let models = rt.models(m.h_nn).unwrap();
+    let parsed = Neff::parse(&graphs(256), &ReadOptions::default()).unwrap();
+    assert_eq!(load_check::check_models(rt.device(), &parsed, &models), Vec::<String>::new());
     assert_eq!(models.len(), 256);
     assert_eq!(models.iter().map(|m| m.tpb).collect::<Vec<_>>(), (0..256).collect::<Vec<_>>());
     rt.nrt_unload(&m).unwrap();

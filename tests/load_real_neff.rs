@@ -90,6 +90,8 @@ fn the_real_neff_loads_ready_with_its_staged_layout() {
     // Every staged byte against the NEFF, by the independent checker.
     let bad = load_check::check_load(rt.device(), &neff, &images);
     assert!(bad.is_empty(), "{}", bad.join("\n"));
+    let bad = load_check::check_models(rt.device(), &neff, &models);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
     assert!(images.iter().all(|i| i.vars.iter().all(|v| v.var_type != VarType::Virtual)));
     rt.nrt_unload(&m).unwrap();
     assert_eq!(rt.device().live_allocations(), 0);

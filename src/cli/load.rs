@@ -5,8 +5,13 @@
 //!
 //! The device has N physical cores grouped into vncs of the NEFF's
 //! `lnc_size` (the runtime's `virtual_core_size`, as a user sets it for an
-//! LNC NEFF). Exit 0 when the model is READY, else 1 with the runtime's
-//! status name, number and message on one line.
+//! LNC NEFF). A READY load is then judged by the load checker
+//! (`lncsim_model::load::checker`, independent of the loader): every var,
+//! IO buffer, stream, ring and table against the NEFF and the device bytes,
+//! every staged range inside its allocation, no overlaps; the report says
+//! how many records were relocated and how many staged opaque (real ISA).
+//! Exit 0 when the model is READY and the checker passes, else 1 with the
+//! runtime's status (or the checker's verdict) on one line.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -14,9 +19,9 @@ use std::process::ExitCode;
 
 use clap::Args;
 use lncsim_model::codegen::VarKind;
-use lncsim_model::load::{CoreImage, DlrModel, Isa, LoadTrace, Model, Runtime};
-use lncsim_model::neff::NeffHeader;
-use lncsim_sim::device::{Fault, FaultPlan, SimDevice};
+use lncsim_model::load::{CoreImage, DlrModel, Isa, LoadTrace, Model, Runtime, checker};
+use lncsim_model::neff::{Neff, NeffHeader, ReadOptions};
+use lncsim_sim::device::{FaultPlan, OpKind, SimDevice, keyed};
 use serde_json::{Value, json};
 
 use super::{CliError, parse_u64, read_bytes, shown};
@@ -29,7 +34,8 @@ pub struct LoadArgs {
     /// Physical NeuronCores of the simulated device.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024), allow_negative_numbers = true)]
     pub cores: u32,
-    /// Make the device refuse its K-th MEM_ALLOC_V2MT64 (0-based index; decimal or 0x hex).
+    /// Make the device refuse its K-th MEM_ALLOC_V2MT64 (0-based index; decimal or 0x hex), counting
+    /// by physical core then call order, so the same K fails the same allocation whatever the threads do.
     #[arg(long, value_name = "K", value_parser = parse_u64, allow_negative_numbers = true)]
     pub fail_alloc: Option<u64>,
     /// Print one JSON object (sorted keys) instead of text.
@@ -43,7 +49,7 @@ pub fn run(a: LoadArgs) -> Result<ExitCode, CliError> {
     let lnc = NeffHeader::parse(&bytes).map(|h| h.lnc_size.max(1)).unwrap_or(1);
     let dev = SimDevice::new(a.cores, lnc);
     if let Some(k) = a.fail_alloc {
-        dev.set_fault_plan(FaultPlan::one(Fault::Alloc(k)));
+        dev.set_fault_plan(keyed_alloc_fault(&bytes, a.cores, lnc, k));
     }
     let rt = Runtime::new(dev);
     let (result, trace) = rt.nrt_load_traced(&bytes, -1, -1);
@@ -56,8 +62,17 @@ pub fn run(a: LoadArgs) -> Result<ExitCode, CliError> {
         Err(_) => None,
     };
     let header = format!("device   {} physical cores in vncs of {lnc} ({} vncs)", a.cores, rt.num_vncs());
+    // The checker reads the NEFF with the NEFF reader, not through the loader.
+    let verdict: Option<Vec<String>> =
+        loaded.as_ref().map(|(_, models)| match Neff::parse(&bytes, &ReadOptions::default()) {
+            Ok(neff) => checker::check_models(rt.device(), &neff, models),
+            Err(e) => vec![format!("the NEFF reader refuses the file the loader loaded: {e}")],
+        });
     if a.json {
-        let v = report_json(&a, lnc, &trace, result.as_ref().err(), loaded.as_ref());
+        let mut v = report_json(&a, lnc, &trace, result.as_ref().err(), loaded.as_ref());
+        if let Some(bad) = &verdict {
+            v["check"] = json!({"pass": bad.is_empty(), "violations": bad});
+        }
         let text = serde_json::to_string_pretty(&v).map_err(|e| CliError::BadInput(e.to_string()))?;
         println!("{text}");
     } else {
@@ -66,10 +81,47 @@ pub fn run(a: LoadArgs) -> Result<ExitCode, CliError> {
         if let Some((d, models)) = &loaded {
             print_loaded(d, models);
         }
+        if let Some(bad) = &verdict {
+            print_verdict(bad);
+        }
     }
-    match result {
-        Ok(_) => Ok(ExitCode::SUCCESS),
-        Err(e) => Err(CliError::CheckFailed(format!("{}: {e}", shown(&a.file)))),
+    match (result, verdict) {
+        (Err(e), _) => Err(CliError::CheckFailed(format!("{}: {e}", shown(&a.file)))),
+        (Ok(_), Some(bad)) if !bad.is_empty() => Err(CliError::CheckFailed(format!(
+            "{}: READY, but the load checker found {} violation(s); first: {}",
+            shown(&a.file),
+            bad.len(),
+            bad[0]
+        ))),
+        (Ok(_), _) => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// `--fail-alloc K` as a per-core trigger: a fault-free load on a scratch
+/// device logs each core's allocations (a core's own sequence does not
+/// depend on thread timing), and [`keyed`] picks the K-th in (core, call)
+/// order. Past the load's allocations, no fault.
+fn keyed_alloc_fault(bytes: &[u8], cores: u32, lnc: u32, k: u64) -> FaultPlan {
+    let scratch = Runtime::new(SimDevice::new(cores, lnc));
+    scratch.device().start_log();
+    if let Ok(m) = scratch.nrt_load(bytes, -1, -1) {
+        // A scratch runtime: an unload error changes nothing the user sees.
+        let _ = scratch.nrt_unload(&m);
+    }
+    let log = scratch.device().take_log();
+    keyed(OpKind::MemAlloc, k, &log).map_or_else(FaultPlan::none, FaultPlan::one)
+}
+
+fn print_verdict(bad: &[String]) {
+    if bad.is_empty() {
+        println!(
+            "check    pass: every var, IO buffer, stream, ring and table staged as the NEFF says, inside its allocation, no overlaps"
+        );
+    } else {
+        println!("check    FAILED: {} violation(s)", bad.len());
+        for l in bad {
+            println!("  {l}");
+        }
     }
 }
 
@@ -109,6 +161,9 @@ fn print_loaded(d: &DlrModel, models: &[Model]) {
     for (name, t) in &km.io {
         println!("io       {:<7} {:<20} {:#x} +{:#x}", t.var_type.as_str(), name, t.region.pa, t.region.size);
     }
+    let relocated: u64 = models.iter().map(|m| m.relocated_records).sum();
+    let opaque: u64 = models.iter().map(|m| m.opaque_records).sum();
+    println!("records  {relocated} relocated (var-id -> PA), {opaque} staged opaque (real ISA, not relocated)");
     for m in models {
         let img = &m.image;
         println!(
@@ -121,7 +176,7 @@ fn print_loaded(d: &DlrModel, models: &[Model]) {
             isa(img.isa),
             m.kbin_patch_info.len()
         );
-        for (id, v) in img.vars.iter().enumerate() {
+        for (id, v) in img.vars.iter().enumerate().filter(|(_, v)| !v.name.is_empty()) {
             if v.size == 0 && v.pa == 0 {
                 println!("  var {id:>3} {:<24} {:<12} (not in HBM)", v.name, v.var_type.as_str());
             } else {
@@ -180,6 +235,8 @@ fn report_json(
         let km = &d.kelf_model;
         v["h_nn"] = json!(d.h_nn.0);
         v["h_model"] = json!(km.h_model.0);
+        v["records_relocated"] = json!(models.iter().map(|m| m.relocated_records).sum::<u64>());
+        v["records_opaque"] = json!(models.iter().map(|m| m.opaque_records).sum::<u64>());
         v["vnc"] = json!(d.vnc_idx);
         v["shared_region"] = km.shared.map_or(Value::Null, |r| json!({"pa": r.pa, "size": r.size}));
         v["io"] = km
@@ -196,6 +253,7 @@ fn report_json(
                     .vars
                     .iter()
                     .enumerate()
+                    .filter(|(_, v)| !v.name.is_empty())
                     .map(|(id, v)| json!({"var_id": id, "name": v.name, "type": v.var_type.as_str(), "pa": v.pa, "size": v.size}))
                     .collect();
                 let shared: serde_json::Map<String, Value> =
@@ -207,6 +265,9 @@ fn report_json(
                     "carveout": {"pa": m.carveout.pa, "size": m.carveout.size},
                     "isa": if img.isa == Isa::Lncsim { "lncsim" } else { "opaque" },
                     "kbin_patch_info": m.kbin_patch_info.len(),
+                    "records_relocated": m.relocated_records,
+                    "records_opaque": m.opaque_records,
+                    "tables": m.tables.iter().map(|t| json!({"member": t.member, "pa": t.pa, "size": t.len})).collect::<Vec<_>>(),
                     "vars": vars,
                     "shared_vars": shared,
                     "engines": img.engines.iter().map(|s| json!({

@@ -51,6 +51,12 @@ pub trait Device: Sync {
     fn copy_out(&self, pa: u64, len: u64) -> Result<Vec<u8>, DeviceError>;
     /// Number of live allocations (a test asserts a failed load leaves none).
     fn live_allocations(&self) -> usize;
+    /// Every live allocation as `(pa, size)`, in address order (the load
+    /// checker's view of the device). Defaults to none: a device that cannot
+    /// list them fails every containment rule of [`super::checker`].
+    fn allocations(&self) -> Vec<(u64, u64)> {
+        Vec::new()
+    }
     /// Physical cores per logical NeuronCore (vnc): the runtime's
     /// `virtual_core_size` (seed 002, S0). Defaults to 1 (no LNC grouping).
     fn lnc_size(&self) -> u32 {
@@ -78,6 +84,9 @@ impl<T: Device + ?Sized> Device for &T {
     fn live_allocations(&self) -> usize {
         (**self).live_allocations()
     }
+    fn allocations(&self) -> Vec<(u64, u64)> {
+        (**self).allocations()
+    }
     fn lnc_size(&self) -> u32 {
         (**self).lnc_size()
     }
@@ -102,6 +111,9 @@ impl<T: Device + Send + ?Sized> Device for std::sync::Arc<T> {
     }
     fn live_allocations(&self) -> usize {
         (**self).live_allocations()
+    }
+    fn allocations(&self) -> Vec<(u64, u64)> {
+        (**self).allocations()
     }
     fn lnc_size(&self) -> u32 {
         (**self).lnc_size()

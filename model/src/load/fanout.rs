@@ -66,6 +66,9 @@ pub struct StageFanout<'r, D: Device + ?Sized> {
     cores: Vec<Core>,
     errors: Vec<Option<LoadError>>,
     traces: Vec<LoadTrace>,
+    /// Rollback events, printed after every core's own events (a rollback
+    /// follows the failure that caused it, whichever thread ran first).
+    rollbacks: LoadTrace,
     joined: Option<Option<LoadError>>,
     finished: bool,
 }
@@ -107,6 +110,7 @@ pub fn dlr_kelf_stage<'r, D: Device + ?Sized>(
         cores: vec![Core::NotRun; nkbin],
         errors: vec![None; nkbin],
         traces: vec![LoadTrace::default(); nkbin],
+        rollbacks: LoadTrace::default(),
         kg,
         vcore,
         shared,
@@ -216,13 +220,9 @@ impl<'r, D: Device + ?Sized> StageFanout<'r, D> {
     fn rollback(&mut self, j: u32) {
         let tpb = self.vcore.tpbs[j as usize];
         if let Err(e) = kbl_model_remove(self.dev, self.db, tpb, self.km.h_model) {
-            self.traces[j as usize].fail("kbl_model_remove", &e);
+            self.rollbacks.fail("kbl_model_remove", &e);
         } else {
-            self.traces[j as usize].ok(
-                Stage::S4Stage,
-                "kbl_model_remove",
-                format!("rolled back sg{j:02} on tpb {tpb}"),
-            );
+            self.rollbacks.ok(Stage::S4Stage, "kbl_model_remove", format!("rolled back sg{j:02} on tpb {tpb}"));
         }
         self.cores[j as usize] = Core::RolledBack;
     }
@@ -240,6 +240,7 @@ impl<'r, D: Device + ?Sized> StageFanout<'r, D> {
         for t in std::mem::take(&mut self.traces) {
             trace.extend(t);
         }
+        trace.extend(std::mem::take(&mut self.rollbacks));
         match self.joined.take().flatten() {
             None => {
                 let mut km = self.km.clone();

@@ -188,7 +188,7 @@ pub fn kelf_resolve_vtpb_remote_variables(kbins: &[Kbin]) -> Result<Resolved, Lo
     let mut io: BTreeMap<String, IoVar> = BTreeMap::new();
     let mut shared: BTreeMap<(u32, &str), (u64, u64)> = BTreeMap::new();
     for k in kbins {
-        for v in &k.vars {
+        for v in k.vars.values() {
             if v.place == Place::Io {
                 let e = io.entry(v.name.clone()).or_insert_with(|| IoVar {
                     var_type: v.var_type.clone(),

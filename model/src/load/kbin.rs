@@ -25,6 +25,7 @@ use super::relocate::RelativeDescriptor;
 use crate::codegen::record::{DESCRIPTOR_SIZE, RECORD_SIZE, Record};
 use crate::codegen::{PAGE, VarKind};
 use crate::ir::Engine;
+use crate::marks;
 use crate::neff::manifest::VarType;
 use crate::neff::npy::{NPY_MAGIC, parse_header};
 use crate::neff::{MemberTable, Subgraph};
@@ -105,8 +106,8 @@ pub struct Kbin {
     pub name: String,
     /// The streams' instruction set.
     pub isa: Isa,
-    /// Vars by var_id.
-    pub vars: Vec<KbinVar>,
+    /// Vars by var_id (sparse: ids need not be dense).
+    pub vars: BTreeMap<u32, KbinVar>,
     /// Queue names by queue index.
     pub queues: Vec<String>,
     /// Streams in [`Engine::ALL`] order.
@@ -144,8 +145,35 @@ pub(super) fn bad(sg: &Subgraph, msg: impl std::fmt::Display) -> LoadError {
     LoadError::invalid(Stage::S2Graph, format!("{}: {msg}", sg.def_member))
 }
 
-pub(super) fn align_up(x: u64, a: u64) -> u64 {
-    x.div_ceil(a.max(1)).saturating_mul(a.max(1))
+/// `x` rounded up to a multiple of `a` (>= 1), or `None` on overflow.
+pub(super) fn align_up(x: u64, a: u64) -> Option<u64> {
+    x.div_ceil(a.max(1)).checked_mul(a.max(1))
+}
+
+/// The carve-out as it is laid out: a cursor that only moves forward through
+/// checked arithmetic, so no number from the file can wrap it back over an
+/// earlier piece.
+struct Layout<'s> {
+    sg: &'s Subgraph,
+    off: u64,
+}
+
+impl Layout<'_> {
+    /// Places `len` bytes at the next multiple of `align`; returns their offset.
+    fn place(&mut self, align: u64, len: u64, what: &dyn Fn() -> String) -> Result<u64, LoadError> {
+        let at = align_up(self.off, align);
+        let end = at.and_then(|a| a.checked_add(len)).filter(|&e| e <= super::mem_ref::MAX_FILE_BYTES);
+        match (at, end) {
+            (Some(at), Some(end)) => {
+                self.off = end;
+                Ok(at)
+            }
+            _ => {
+                marks::hit("load.s3.carveout_overflow");
+                Err(bad(self.sg, format!("{}: the carve-out overflows ({:#x} + {len:#x})", what(), self.off)))
+            }
+        }
+    }
 }
 
 /// `construct_kbin` (per kelf graph): `kelf_load_from_neff` then `gen_kbin`.
@@ -226,27 +254,27 @@ fn table_members(extra: &BTreeMap<String, Value>) -> Vec<String> {
 
 /// `gen_kbin`: `mla_resources` -> `kbin`: var placement, queues, decoded and
 /// validated streams with their device lengths, DMA descriptors, layout.
+/// Every offset is computed with checked arithmetic ([`Layout`]); an
+/// overflow is an `NRT_INVALID` naming the piece. O(n log n) in vars plus
+/// linear in stream records and descriptors.
 pub fn gen_kbin(mla: &MlaResources<'_>, isa: Isa) -> Result<Kbin, LoadError> {
     let sg = mla.subgraph;
     let queues = queue_order(sg)?;
     let mut vars = var_table(mla)?;
-    let mut off = 0u64;
+    let mut lay = Layout { sg, off: 0 };
     let mut carveout_align = PAGE;
     // File vars, then private tmp-bufs, in var_id order.
     for pass in [VarType::File, VarType::TmpBuf] {
-        for v in vars.iter_mut().filter(|v| v.var_type == pass && v.place == Place::Carveout(0)) {
+        for v in vars.values_mut().filter(|v| v.var_type == pass && v.place == Place::Carveout(0)) {
             let a = if pass == VarType::File { v.align.max(STREAM_ALIGN) } else { PAGE };
             carveout_align = carveout_align.max(a);
-            off = align_up(off, a);
-            v.place = Place::Carveout(off);
-            off += v.size;
+            let at = lay.place(a, v.size, &|| format!("var {:?}", v.name))?;
+            v.place = Place::Carveout(at);
         }
     }
-    off = align_up(off, PAGE);
-    let scratchpad_off = off;
-    let mut scratchpad_end = 0;
-    resolve_virtuals(sg, &mut vars, scratchpad_off, &mut scratchpad_end)?;
-    off = align_up(off + scratchpad_end, STREAM_ALIGN);
+    let scratchpad_off = lay.place(PAGE, 0, &|| "the implicit scratchpad".to_owned())?;
+    let scratchpad_size = resolve_virtuals(sg, &mut vars, scratchpad_off)?;
+    lay.place(1, scratchpad_size, &|| "the implicit scratchpad".to_owned())?;
     let mut engines = Vec::new();
     for e in Engine::ALL {
         let stream = mla.streams.get(&e).cloned().unwrap_or_default();
@@ -256,27 +284,39 @@ pub fn gen_kbin(mla: &MlaResources<'_>, isa: Isa) -> Result<Kbin, LoadError> {
                 let (recs, n) = decode_stream(sg, e, &stream, &vars, &queues, dma.len())?;
                 (Some(recs), n)
             }
-            Isa::Opaque => (None, stream.len() as u64 / RECORD_SIZE as u64),
+            Isa::Opaque => {
+                if stream.len() % RECORD_SIZE != 0 {
+                    return Err(bad(
+                        sg,
+                        format!(
+                            "{}/{}.bin: {} bytes is not a whole number of {RECORD_SIZE}-byte records",
+                            sg.name,
+                            e.file_stem(),
+                            stream.len()
+                        ),
+                    ));
+                }
+                (None, stream.len() as u64 / RECORD_SIZE as u64)
+            }
         };
         engines.push(KbinEngine { engine: e, stream, records, device_records, dma, stream_off: 0, ring_off: 0 });
     }
     for e in &mut engines {
-        off = align_up(off, STREAM_ALIGN);
-        e.stream_off = off;
-        off += e.device_records * RECORD_SIZE as u64;
+        let len = e.device_records.saturating_mul(RECORD_SIZE as u64);
+        e.stream_off = lay.place(STREAM_ALIGN, len, &|| format!("the {} stream", e.engine.key()))?;
     }
     for e in &mut engines {
-        off = align_up(off, STREAM_ALIGN);
-        e.ring_off = off;
-        off += e.dma.len() as u64 * DESCRIPTOR_SIZE as u64;
+        let len = (e.dma.len() as u64).saturating_mul(DESCRIPTOR_SIZE as u64);
+        e.ring_off = lay.place(STREAM_ALIGN, len, &|| format!("the {} DMA ring", e.engine.key()))?;
     }
     let mut tables = Vec::new();
     for (member, data) in &mla.tables {
-        off = align_up(off, STREAM_ALIGN);
+        let off = lay.place(STREAM_ALIGN, data.len() as u64, &|| format!("table {member}"))?;
         tables.push(KbinTable { member: member.clone(), data: data.clone(), off });
-        off += data.len() as u64;
     }
-    let shared: Vec<u64> = vars.iter().filter(|v| v.kind == VarKind::SharedScratch).map(|v| v.size).collect();
+    lay.place(PAGE, 0, &|| "the carve-out's end".to_owned())?;
+    let carveout_size = lay.off;
+    let shared: Vec<u64> = vars.values().filter(|v| v.kind == VarKind::SharedScratch).map(|v| v.size).collect();
     if shared.len() > 1 {
         return Err(bad(sg, format!("{} vnc_shared tmp-bufs; at most one is supported", shared.len())));
     }
@@ -290,7 +330,7 @@ pub fn gen_kbin(mla: &MlaResources<'_>, isa: Isa) -> Result<Kbin, LoadError> {
         tables,
         semaphores: semaphores(sg)?,
         barrier_groups: barrier_groups(sg)?,
-        carveout_size: align_up(off.max(1), PAGE),
+        carveout_size: carveout_size.max(PAGE),
         carveout_align,
         shared_size: shared.first().copied().unwrap_or(0),
     })

@@ -38,27 +38,32 @@ pub(super) fn queue_order(sg: &Subgraph) -> Result<Vec<String>, LoadError> {
     Ok(slots.into_iter().flatten().collect())
 }
 
-/// Vars by var_id (gaps filled with not-in-HBM placeholders); HBM vars get
-/// `Place::Carveout(0)` / `Shared(0)` / `Io` until laid out.
-pub(super) fn var_table(mla: &MlaResources<'_>) -> Result<Vec<KbinVar>, LoadError> {
+/// The KBIN's var table: vars keyed by var_id (sparse: a large id costs
+/// nothing); HBM vars get `Place::Carveout(0)` / `Shared(0)` / `Io` until
+/// laid out. Every number from def.json is bounded here, before it sizes or
+/// places anything: var ids ([`var_id_limit`]), sizes and offsets
+/// ([`MAX_FILE_BYTES`]), alignments (a power of two up to [`MAX_ALIGN`]);
+/// two vars may not share an id. O(n log n) in vars.
+pub(super) fn var_table(mla: &MlaResources<'_>) -> Result<BTreeMap<u32, KbinVar>, LoadError> {
     let sg = mla.subgraph;
-    let max_id = sg.def.var.values().map(|v| v.var_id).max();
-    let n = max_id.map_or(0, |m| m as usize + 1);
-    if n > sg.def.var.len() {
-        marks::hit("load.s3.var_id_gap");
-    }
-    let gap = || KbinVar {
-        name: String::new(),
-        var_type: VarType::Other(String::new()),
-        kind: VarKind::Scratch,
-        size: 0,
-        align: 1,
-        place: Place::NotInHbm,
-        data: None,
-    };
-    let mut vars: Vec<KbinVar> = (0..n).map(|_| gap()).collect();
+    let limit = var_id_limit(sg.def.var.len());
+    let mut vars: BTreeMap<u32, KbinVar> = BTreeMap::new();
     for (name, v) in &sg.def.var {
-        let size = v.size.unwrap_or(0);
+        if v.var_id >= limit {
+            marks::hit("load.s3.absurd_var_id");
+            return Err(field(
+                sg,
+                name,
+                "var_id",
+                format!("{} is absurd: a table of {} vars takes ids below {limit}", v.var_id, sg.def.var.len()),
+            ));
+        }
+        let size = bounded(sg, name, "size", v.size.unwrap_or(0))?;
+        bounded(sg, name, "backing_variable_off", v.backing_variable_off.unwrap_or(0))?;
+        let align = v.alignment.unwrap_or(1).max(1);
+        if !align.is_power_of_two() || align > MAX_ALIGN {
+            return Err(field(sg, name, "alignment", format!("{align} is not a power of two up to {MAX_ALIGN}")));
+        }
         let shared = v.extra.get(VNC_SHARED_KEY).and_then(Value::as_bool) == Some(true);
         let (kind, place, size, data) = match &v.var_type {
             VarType::Input => (VarKind::Input, Place::Io, size, None),
@@ -68,7 +73,8 @@ pub(super) fn var_table(mla: &MlaResources<'_>) -> Result<Vec<KbinVar>, LoadErro
                 if v.size.is_some_and(|s| (data.len() as u64) > s) {
                     return Err(bad(sg, format!("file var {name:?}: {} bytes of data for size {size}", data.len())));
                 }
-                (VarKind::File { init: 0 }, Place::Carveout(0), v.size.unwrap_or(data.len() as u64), Some(data))
+                let size = if v.size.is_some() { size } else { bounded(sg, name, "size", data.len() as u64)? };
+                (VarKind::File { init: 0 }, Place::Carveout(0), size, Some(data))
             }
             VarType::TmpBuf if shared => (VarKind::SharedScratch, Place::Shared(0), size, None),
             VarType::TmpBuf => (VarKind::Scratch, Place::Carveout(0), size, None),
@@ -77,45 +83,82 @@ pub(super) fn var_table(mla: &MlaResources<'_>) -> Result<Vec<KbinVar>, LoadErro
             }
             _ => (VarKind::Scratch, Place::NotInHbm, 0, None),
         };
-        let var = KbinVar {
-            name: name.clone(),
-            var_type: v.var_type.clone(),
-            kind,
-            size,
-            align: v.alignment.unwrap_or(1).max(1),
-            place,
-            data,
-        };
-        vars[v.var_id as usize] = var;
+        let var = KbinVar { name: name.clone(), var_type: v.var_type.clone(), kind, size, align, place, data };
+        if let Some(other) = vars.insert(v.var_id, var) {
+            return Err(field(sg, name, "var_id", format!("{} is also the id of {:?}", v.var_id, other.name)));
+        }
+    }
+    if vars.last_key_value().is_some_and(|(&m, _)| m as usize + 1 > vars.len()) {
+        marks::hit("load.s3.var_id_gap");
     }
     Ok(vars)
 }
 
+/// Bytes any one size or offset read from a file may have (256 TiB): far
+/// past any HBM, and small enough that a few hundred thousand of them add up
+/// without overflowing a u64 (the layout still adds with checked arithmetic).
+pub const MAX_FILE_BYTES: u64 = 1 << 48;
+/// The largest alignment a var may ask for (4 GiB).
+pub const MAX_ALIGN: u64 = 1 << 32;
+/// The most var ids a table may span, whatever its size.
+pub const MAX_VAR_ID: u32 = 1 << 20;
+
+/// The exclusive bound on var ids for a table of `n` vars: `64 n + 4096`,
+/// at most [`MAX_VAR_ID`]. Compilers number vars densely from 0; the bound
+/// keeps the per-core image (indexed by var_id) within a small multiple of
+/// the def.json that declared it.
+pub fn var_id_limit(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX).saturating_mul(64).saturating_add(4096).min(MAX_VAR_ID)
+}
+
+/// An `NRT_INVALID` naming the subgraph (its def.json), the var and the field.
+pub(super) fn field(sg: &Subgraph, var: &str, field: &str, msg: impl std::fmt::Display) -> LoadError {
+    bad(sg, format!("var {var:?} field {field}: {msg}"))
+}
+
+/// `x` if it is at most [`MAX_FILE_BYTES`], else an error naming the var and field.
+pub(super) fn bounded(sg: &Subgraph, var: &str, name: &str, x: u64) -> Result<u64, LoadError> {
+    if x > MAX_FILE_BYTES {
+        marks::hit("load.s3.absurd_number");
+        return Err(field(sg, var, name, format!("{x:#x} is absurd (at most {MAX_FILE_BYTES:#x})")));
+    }
+    Ok(x)
+}
+
 /// Places `virtual` vars inside their backing var (which must be a
-/// non-virtual HBM var) or, with no backing, in the implicit scratchpad.
+/// non-virtual HBM var) or, with no backing, in the implicit scratchpad at
+/// `pad_off`; returns the scratchpad's size. Every offset is checked: a view
+/// must lie inside its backing var, and no address computation may overflow.
 pub(super) fn resolve_virtuals(
     sg: &Subgraph,
-    vars: &mut [KbinVar],
+    vars: &mut BTreeMap<u32, KbinVar>,
     pad_off: u64,
-    pad_end: &mut u64,
-) -> Result<(), LoadError> {
-    for i in 0..vars.len() {
-        if vars[i].var_type != VarType::Virtual {
-            continue;
-        }
-        let (name, size) = (vars[i].name.clone(), vars[i].size);
-        let def = &sg.def.var[&name];
+) -> Result<u64, LoadError> {
+    let mut pad_end = 0u64;
+    let ids: Vec<u32> = vars.iter().filter(|(_, v)| v.var_type == VarType::Virtual).map(|(&id, _)| id).collect();
+    for id in ids {
+        let (name, size) = match vars.get(&id) {
+            Some(v) => (v.name.clone(), v.size),
+            None => continue,
+        };
+        let Some(def) = sg.def.var.get(&name) else { continue };
         let off = def.backing_variable_off.unwrap_or(0);
-        let end = off.checked_add(size).ok_or_else(|| bad(sg, format!("virtual var {name:?}: offset overflows")))?;
+        let overflow = || field(sg, &name, "backing_variable_off", format!("{off:#x} + size {size:#x} overflows"));
+        let end = off.checked_add(size).ok_or_else(overflow)?;
         let Some(backing) = &def.backing_variable else {
             marks::hit("load.s3.implicit_scratchpad");
-            *pad_end = (*pad_end).max(end);
-            vars[i].kind = VarKind::Virtual { backing: IMPLICIT_SCRATCHPAD, offset: off };
-            vars[i].place = Place::Carveout(pad_off + off);
+            pad_end = pad_end.max(end);
+            let at = pad_off.checked_add(off).ok_or_else(overflow)?;
+            if let Some(v) = vars.get_mut(&id) {
+                v.kind = VarKind::Virtual { backing: IMPLICIT_SCRATCHPAD, offset: off };
+                v.place = Place::Carveout(at);
+            }
             continue;
         };
-        let b = sg.def.var.get(backing).map(|v| v.var_id as usize).unwrap_or(usize::MAX);
-        let bv = vars.get(b).ok_or_else(|| bad(sg, format!("virtual var {name:?}: no backing {backing:?}")))?;
+        let b = sg.def.var.get(backing).map(|v| v.var_id);
+        let bv = b
+            .and_then(|b| vars.get(&b))
+            .ok_or_else(|| bad(sg, format!("virtual var {name:?}: no backing {backing:?}")))?;
         if bv.var_type == VarType::Virtual {
             return Err(bad(sg, format!("virtual var {name:?}: backing {backing:?} is itself virtual")));
         }
@@ -126,26 +169,28 @@ pub(super) fn resolve_virtuals(
             ));
         }
         let place = match bv.place {
-            Place::Carveout(o) => Place::Carveout(o + off),
+            Place::Carveout(o) => Place::Carveout(o.checked_add(off).ok_or_else(overflow)?),
             Place::Shared(o) => {
                 marks::hit("load.s3.shared_virtual");
-                Place::Shared(o + off)
+                Place::Shared(o.checked_add(off).ok_or_else(overflow)?)
             }
             Place::Io | Place::NotInHbm => {
                 return Err(bad(sg, format!("virtual var {name:?}: backing {backing:?} is not a scratch region")));
             }
         };
-        vars[i].kind = VarKind::Virtual { backing: b as u32, offset: off };
-        vars[i].place = place;
+        if let Some(v) = vars.get_mut(&id) {
+            v.kind = VarKind::Virtual { backing: b.unwrap_or(IMPLICIT_SCRATCHPAD), offset: off };
+            v.place = place;
+        }
     }
-    Ok(())
+    Ok(pad_end)
 }
 
 /// The engine's relative descriptors, by var_id and queue index, bounds-checked.
 pub(super) fn descriptors(
     sg: &Subgraph,
     e: Engine,
-    vars: &[KbinVar],
+    vars: &BTreeMap<u32, KbinVar>,
     queues: &[String],
 ) -> Result<Vec<RelativeDescriptor>, LoadError> {
     let Some(j) = sg.engines.iter().find(|s| s.engine == e).and_then(|s| s.json.as_ref()) else {
@@ -153,7 +198,7 @@ pub(super) fn descriptors(
     };
     let var = |name: &str, off: u64, size: u64, i: usize| -> Result<u32, LoadError> {
         let id = sg.def.var.get(name).map(|v| v.var_id).ok_or_else(|| bad(sg, format!("dma[{i}]: no var {name:?}")))?;
-        let v = &vars[id as usize];
+        let v = vars.get(&id).ok_or_else(|| bad(sg, format!("dma[{i}]: var {name:?} is not in the table")))?;
         if v.place == Place::NotInHbm || off.checked_add(size).is_none_or(|end| end > v.size) {
             return Err(bad(sg, format!("{} dma[{i}]: [{off}, +{size}) is not inside HBM var {name:?}", e.key())));
         }
@@ -184,7 +229,7 @@ pub(super) fn decode_stream(
     sg: &Subgraph,
     e: Engine,
     stream: &[u8],
-    vars: &[KbinVar],
+    vars: &BTreeMap<u32, KbinVar>,
     queues: &[String],
     ndesc: usize,
 ) -> Result<(Vec<Record>, u64), LoadError> {
@@ -209,8 +254,8 @@ pub(super) fn decode_stream(
 }
 
 /// The var a compiler-form operand names, if the operand lies inside it and it is in HBM.
-pub fn operand_in_var(vars: &[KbinVar], op: Operand) -> Result<&KbinVar, String> {
-    let v = vars.get(op.a as usize).ok_or_else(|| format!("var_id {} is not a variable", op.a))?;
+pub fn operand_in_var(vars: &BTreeMap<u32, KbinVar>, op: Operand) -> Result<&KbinVar, String> {
+    let v = vars.get(&op.a).ok_or_else(|| format!("var_id {} is not a variable", op.a))?;
     if v.place == Place::NotInHbm {
         return Err(format!("var {:?} ({}) is not in HBM", v.name, v.var_type));
     }

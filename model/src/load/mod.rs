@@ -22,9 +22,11 @@
 //! rt.nrt_unload(&m)?;
 //! ```
 
+pub mod checker;
 pub mod device;
 pub mod error;
 pub mod fanout;
+pub mod fuzz;
 pub mod graph;
 pub mod image;
 pub mod kbin;
@@ -47,6 +49,6 @@ pub use fanout::{StageFanout, StageStep, StepRefused};
 pub use graph::{KelfNn, NeffLoadInfo};
 pub use image::{CoreImage, Isa, StreamImage, VarImage};
 pub use nrt::PendingLoad;
-pub use records::{DlrKelfModel, DlrModel, DlrState, HModel, HNn, KblModelParam, Model, NrtModel, Region};
+pub use records::{DlrKelfModel, DlrModel, DlrState, HModel, HNn, KblModelParam, Model, NrtModel, Region, StagedTable};
 pub use runtime::{ExecRef, Runtime, RuntimeConfig};
 pub use trace::{LoadTrace, TraceEvent};

@@ -152,6 +152,23 @@ pub struct Model {
     pub carveout: Region,
     /// `kbin_patch_info` (+0x18A0): instruction-IP deltas of expanded pseudo-instructions.
     pub kbin_patch_info: Vec<KbinPatch>,
+    /// The engines' tables as staged into the carve-out (`act_local_storage_tbls_init`).
+    pub tables: Vec<StagedTable>,
+    /// Device records whose operands relocation rewrote (var-id -> PA; lncsim ISA).
+    pub relocated_records: u64,
+    /// Device records staged as opaque instruction memory (the real ISA, not relocated).
+    pub opaque_records: u64,
     /// What the simulator executes.
     pub image: CoreImage,
+}
+
+/// One engine table as staged: the NEFF member and where its bytes went.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StagedTable {
+    /// The member (`sg00/act_info.json`-named `.bin`).
+    pub member: String,
+    /// Physical address of its first byte.
+    pub pa: u64,
+    /// Bytes.
+    pub len: u64,
 }

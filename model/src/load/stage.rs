@@ -31,12 +31,12 @@ use super::graph::KelfNn;
 use super::image::{CoreImage, Isa, StreamImage, VarImage};
 use super::kbin::{Kbin, KbinVar, Place};
 use super::mem_ref::operand_in_var;
-use super::records::{HModel, IoTensor, Model, Region};
+use super::records::{HModel, IoTensor, Model, Region, StagedTable};
 use super::registry::TdrvDb;
 use super::relocate::{KbinPatch, imcpy_load_vring, translate_pseudo_instrs};
 use super::trace::LoadTrace;
 use crate::codegen::PAGE;
-use crate::codegen::record::{Operand, RECORD_SIZE};
+use crate::codegen::record::{DESCRIPTOR_SIZE, Operand, RECORD_SIZE};
 use crate::marks;
 
 /// `vtpb_get_virtual_core`: a logical core and its physical cores.
@@ -128,13 +128,44 @@ pub struct CoreOutcome {
     pub trace: LoadTrace,
 }
 
-/// The physical address of a var of this core, once the carve-out is at `carve`.
+/// The physical address of a var of this core, once the carve-out is at
+/// `carve` (`None` when it is not in HBM or the address would overflow).
 pub fn var_pa(v: &KbinVar, carve: u64, shared: &SharedInfo) -> Option<u64> {
+    var_home(v, Region { pa: carve, size: 0 }, shared).and_then(|(r, o)| r.pa.checked_add(o))
+}
+
+/// The allocation a var lives in and its offset there: the carve-out, the
+/// shared region, or its IO buffer.
+fn var_home(v: &KbinVar, carve: Region, shared: &SharedInfo) -> Option<(Region, u64)> {
     match v.place {
-        Place::Io => shared.io.get(&v.name).map(|t| t.region.pa),
-        Place::Carveout(o) => Some(carve + o),
-        Place::Shared(o) => shared.shared.map(|r| r.pa + o),
+        Place::Io => shared.io.get(&v.name).map(|t| (t.region, 0)),
+        Place::Carveout(o) => Some((carve, o)),
+        Place::Shared(o) => shared.shared.map(|r| (r, o)),
         Place::NotInHbm => None,
+    }
+}
+
+/// `[off, off + len)` inside `region`, as a physical address; else an `NRT_INVALID` naming the core and `what`:
+/// staging never writes a byte outside the allocation it means, so it never
+/// writes over another live allocation.
+fn inside(kbin: &Kbin, region: Region, off: u64, len: u64, what: &dyn Fn() -> String) -> Result<u64, LoadError> {
+    let end = off.checked_add(len);
+    let pa = region.pa.checked_add(off);
+    match (pa, end) {
+        (Some(pa), Some(end)) if end <= region.size => Ok(pa),
+        _ => {
+            marks::hit("load.s4.staged_outside");
+            Err(LoadError::invalid(
+                Stage::S4Stage,
+                format!(
+                    "{}: {} [{off:#x}, +{len:#x}) is outside its allocation {:#x}+{:#x}",
+                    kbin.name,
+                    what(),
+                    region.pa,
+                    region.size
+                ),
+            ))
+        }
     }
 }
 
@@ -180,48 +211,92 @@ fn build<D: Device + ?Sized>(
     trace: &mut LoadTrace,
 ) -> Result<(), LoadError> {
     let copy = |pa: u64, data: &[u8]| dev.copy_in(tpb, pa, data).map_err(|e| dev_err(&e));
-    // io_init_mr_to_name_map / mr_pointer_init_pointer_vars.
+    // io_init_mr_to_name_map / mr_pointer_init_pointer_vars: every HBM var
+    // inside its allocation, before anything is copied.
     let pa_of = |v: &KbinVar| var_pa(v, carve.pa, ctx.shared);
-    let vars: Vec<VarImage> = kbin
-        .vars
-        .iter()
-        .map(|v| {
-            let pa = pa_of(v);
-            VarImage {
-                name: v.name.clone(),
-                kind: v.kind.clone(),
-                pa: pa.unwrap_or(0),
-                size: if pa.is_some() { v.size } else { 0 },
-                var_type: v.var_type.clone(),
+    let mut homes: BTreeMap<u32, u64> = BTreeMap::new();
+    for (&id, v) in &kbin.vars {
+        if let Some((region, off)) = var_home(v, carve, ctx.shared) {
+            let pa = inside(kbin, region, off, v.size, &|| format!("var {:?} (id {id})", v.name))?;
+            homes.insert(id, pa);
+        } else if v.place != Place::NotInHbm {
+            return Err(LoadError::invalid(
+                Stage::S4Stage,
+                format!("{}: var {:?} has no allocation", kbin.name, v.name),
+            ));
+        }
+    }
+    // Every table, stream and ring inside the carve-out, before anything is copied.
+    let mut table_pas = Vec::with_capacity(kbin.tables.len());
+    for t in &kbin.tables {
+        table_pas.push(inside(kbin, carve, t.off, t.data.len() as u64, &|| format!("table {}", t.member))?);
+    }
+    let mut engine_pas = Vec::with_capacity(kbin.engines.len());
+    for e in &kbin.engines {
+        let len = e.device_records.saturating_mul(RECORD_SIZE as u64);
+        let pa = inside(kbin, carve, e.stream_off, len, &|| format!("the {} stream", e.engine.key()))?;
+        let ring_len = (e.dma.len() as u64).saturating_mul(DESCRIPTOR_SIZE as u64);
+        let ring_pa = inside(kbin, carve, e.ring_off, ring_len, &|| format!("the {} DMA ring", e.engine.key()))?;
+        engine_pas.push((pa, len, ring_pa));
+    }
+    // The image is indexed by var_id (the simulator's layout); gaps are not in HBM.
+    // var_table bounds the ids, so this is a small multiple of the table.
+    let n = kbin.vars.last_key_value().map_or(0, |(&m, _)| m as usize + 1);
+    let vars: Vec<VarImage> = (0..n as u32)
+        .map(|id| match kbin.vars.get(&id) {
+            Some(v) => {
+                let pa = homes.get(&id).copied();
+                VarImage {
+                    name: v.name.clone(),
+                    kind: v.kind.clone(),
+                    pa: pa.unwrap_or(0),
+                    size: if pa.is_some() { v.size } else { 0 },
+                    var_type: v.var_type.clone(),
+                }
             }
+            None => VarImage {
+                name: String::new(),
+                kind: crate::codegen::VarKind::Scratch,
+                pa: 0,
+                size: 0,
+                var_type: crate::neff::manifest::VarType::Other(String::new()),
+            },
         })
         .collect();
     // io_create_queues.
     let queues = kbin.queues.clone();
-    // drs_create_data_refill_rings: the weights.
+    // drs_create_data_refill_rings: the weights, each inside its var.
     let mut weights = 0;
-    for (v, img) in kbin.vars.iter().zip(&vars) {
+    for (&id, v) in &kbin.vars {
         if let Some(data) = v.data.as_deref().filter(|d| !d.is_empty()) {
-            copy(img.pa, data)?;
+            let (Some((region, off)), true) = (var_home(v, carve, ctx.shared), data.len() as u64 <= v.size) else {
+                return Err(LoadError::invalid(
+                    Stage::S4Stage,
+                    format!("{}: var {:?} (id {id}): {} bytes of data do not fit it", kbin.name, v.name, data.len()),
+                ));
+            };
+            let pa = inside(kbin, region, off, data.len() as u64, &|| format!("weights of var {:?}", v.name))?;
+            copy(pa, data)?;
             weights += 1;
         }
     }
-    // act_local_storage_tbls_init: engine tables, opaque.
-    for t in &kbin.tables {
-        copy(carve.pa + t.off, &t.data)?;
+    // act_local_storage_tbls_init: engine tables, opaque, each inside the carve-out.
+    let mut tables = Vec::with_capacity(kbin.tables.len());
+    for (t, &pa) in kbin.tables.iter().zip(&table_pas) {
+        copy(pa, &t.data)?;
+        tables.push(StagedTable { member: t.member.clone(), pa, len: t.data.len() as u64 });
     }
     // sequencer_setup_instr: S5 sub-layer (a), then stage each stream.
     let mut engines = Vec::new();
     let mut patches: Vec<KbinPatch> = Vec::new();
     let mut relocated = 0u64;
-    for e in &kbin.engines {
-        let pa = carve.pa + e.stream_off;
+    for (e, &(pa, len, ring_pa)) in kbin.engines.iter().zip(&engine_pas) {
         let (bytes, operand_vars) = match &e.records {
             Some(records) => {
                 let mut resolve = |op: Operand| -> Result<u64, String> {
                     let v = operand_in_var(&kbin.vars, op)?;
                     pa_of(v)
-                        .map(|base| base + u64::from(op.b))
+                        .and_then(|base| base.checked_add(u64::from(op.b)))
                         .ok_or_else(|| format!("var {:?} has no address", v.name))
                 };
                 let t = translate_pseudo_instrs(e.engine, records, &mut resolve).map_err(|m| {
@@ -234,7 +309,12 @@ fn build<D: Device + ?Sized>(
             }
             None => (e.stream.clone(), vec![[None; 3]; e.device_records as usize]),
         };
-        debug_assert_eq!(bytes.len() as u64, e.device_records * RECORD_SIZE as u64);
+        if bytes.len() as u64 != len {
+            return Err(LoadError::invalid(
+                Stage::S5Register,
+                format!("{}/{}.bin: {} bytes staged for {len} reserved", kbin.name, e.engine.file_stem(), bytes.len()),
+            ));
+        }
         if !bytes.is_empty() {
             copy(pa, &bytes)?;
         }
@@ -242,7 +322,7 @@ fn build<D: Device + ?Sized>(
             engine: e.engine,
             pa,
             records: e.device_records,
-            ring_pa: carve.pa + e.ring_off,
+            ring_pa,
             descriptors: e.dma.len() as u64,
             operand_vars,
             descriptor_vars: e.dma.iter().map(|d| (d.from, d.to)).collect(),
@@ -250,16 +330,23 @@ fn build<D: Device + ?Sized>(
     }
     // dma_ring_setup_queue_bundles: S5 sub-layer (b).
     let mut descriptors = 0;
-    for e in &kbin.engines {
+    for (e, &(_, _, ring_pa)) in kbin.engines.iter().zip(&engine_pas) {
         let mut base = |id: u32| -> Result<u64, String> {
-            kbin.vars.get(id as usize).and_then(pa_of).ok_or_else(|| format!("var_id {id} has no address"))
+            kbin.vars.get(&id).and_then(pa_of).ok_or_else(|| format!("var_id {id} has no address"))
         };
         let ring = imcpy_load_vring(&e.dma, &mut base)
             .map_err(|m| LoadError::invalid(Stage::S5Register, format!("{} {} {m}", kbin.name, e.engine.key())))?;
         if !ring.is_empty() {
             marks::hit("load.s5.dma_ring_relocated");
             let bytes: Vec<u8> = ring.iter().flat_map(|d| d.encode()).collect();
-            copy(carve.pa + e.ring_off, &bytes)?;
+            // The ring was checked for the descriptor count; the encoding is that many descriptors.
+            if bytes.len() as u64 != (e.dma.len() as u64).saturating_mul(DESCRIPTOR_SIZE as u64) {
+                return Err(LoadError::invalid(
+                    Stage::S5Register,
+                    format!("{} {}: ring size mismatch", kbin.name, e.engine.key()),
+                ));
+            }
+            copy(ring_pa, &bytes)?;
             descriptors += ring.len();
         }
     }
@@ -307,6 +394,9 @@ fn build<D: Device + ?Sized>(
         sg_name: kbin.name.clone(),
         carveout: carve,
         kbin_patch_info: patches,
+        tables,
+        relocated_records: relocated,
+        opaque_records: if kbin.isa == Isa::Opaque { records } else { 0 },
         image,
     };
     db.lock().unwrap_or_else(PoisonError::into_inner).add_model(model)

@@ -64,6 +64,18 @@ impl MemberTable {
         Ok(())
     }
 
+    /// Replaces the bytes of member `name` in place (its archive position
+    /// kept); false, and no change, when there is no such member.
+    pub fn set(&mut self, name: &str, data: Vec<u8>) -> bool {
+        match self.index.get(name) {
+            Some(&i) => {
+                self.entries[i].data = data;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The bytes of member `name`, if present.
     pub fn get(&self, name: &str) -> Option<&[u8]> {
         self.index.get(name).map(|&i| self.entries[i].data.as_slice())

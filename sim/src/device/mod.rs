@@ -28,13 +28,14 @@
 //! ```
 
 pub mod faults;
+pub mod fuzz;
 pub mod hbm;
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use lncsim_model::load::{Device, DeviceError};
 
-pub use faults::{Fault, FaultPlan, FiredFault, OpKind};
+pub use faults::{Fault, FaultPlan, FiredFault, OpIndex, OpKind, keyed};
 pub use hbm::{AllocationInfo, Hbm, SlicedHbm};
 
 /// Where HBM starts by default: above 4 GiB, so physical addresses use the
@@ -90,6 +91,8 @@ impl OpCounts {
 struct State {
     hbm: SlicedHbm,
     counts: OpCounts,
+    /// Per physical core: (`mem_alloc`, `copy_in`) calls, for the keyed faults.
+    per_tpb: Vec<(u64, u64)>,
     plan: FaultPlan,
     fired: Vec<FiredFault>,
     log: Option<Vec<(OpKind, u32)>>,
@@ -113,6 +116,7 @@ impl SimDevice {
         let state = State {
             hbm: SlicedHbm::new(config.hbm_base, config.hbm_size, config.num_tpbs),
             counts: OpCounts::default(),
+            per_tpb: vec![(0, 0); config.num_tpbs as usize],
             plan: FaultPlan::none(),
             fired: Vec::new(),
             log: None,
@@ -139,6 +143,7 @@ impl SimDevice {
     pub fn reset_counts(&self) {
         let mut s = self.lock();
         s.counts = OpCounts::default();
+        s.per_tpb.iter_mut().for_each(|c| *c = (0, 0));
         s.fired.clear();
     }
 
@@ -198,18 +203,28 @@ impl State {
     /// Counts one faultable operation and reports whether the plan fails it.
     fn count(&mut self, kind: OpKind, tpb: u32) -> bool {
         let op_index = self.counts.faultable();
-        let kind_index = match kind {
-            OpKind::MemAlloc => self.counts.mem_alloc,
-            OpKind::CopyIn => self.counts.copy_in,
+        // check_tpb ran first, so the core has a counter slot.
+        let mut dummy = (0, 0);
+        let mine = self.per_tpb.get_mut(tpb as usize).unwrap_or(&mut dummy);
+        let (kind_index, on_tpb) = match kind {
+            OpKind::MemAlloc => (self.counts.mem_alloc, mine.0),
+            OpKind::CopyIn => (self.counts.copy_in, mine.1),
         };
         match kind {
-            OpKind::MemAlloc => self.counts.mem_alloc += 1,
-            OpKind::CopyIn => self.counts.copy_in += 1,
+            OpKind::MemAlloc => {
+                self.counts.mem_alloc += 1;
+                mine.0 += 1;
+            }
+            OpKind::CopyIn => {
+                self.counts.copy_in += 1;
+                mine.1 += 1;
+            }
         }
         if let Some(log) = &mut self.log {
             log.push((kind, tpb));
         }
-        match self.plan.matches(kind, tpb, op_index, kind_index) {
+        let at = OpIndex { op: op_index, kind: kind_index, on_tpb };
+        match self.plan.matches(kind, tpb, at) {
             Some(fault) => {
                 self.fired.push(FiredFault { fault, kind, op_index, tpb });
                 true
@@ -267,6 +282,10 @@ impl Device for SimDevice {
 
     fn live_allocations(&self) -> usize {
         self.lock().hbm.live()
+    }
+
+    fn allocations(&self) -> Vec<(u64, u64)> {
+        self.lock().hbm.allocations().iter().map(|a| (a.pa, a.size)).collect()
     }
 }
 

@@ -1,0 +1,554 @@
+//! The load checker: an independent judge of a finished load. It re-derives,
+//! from the NEFF (read with the NEFF reader, not the loader) and from device
+//! memory (read back through [`Device::copy_out`]), what the loader must have
+//! staged, and lists every difference, one line each. It shares no code with
+//! the rest of `load` (no kbin, mem_ref, stage or relocate function): only
+//! the loader's *outputs* ([`CoreImage`], [`Model`]) and the device.
+//!
+//! Rules:
+//! - one image per subgraph, in order; every def.json var in its image at
+//!   its var_id with its name and type; non-HBM types unplaced;
+//! - every HBM var at its real size inside one live allocation; an IO
+//!   buffer (at its real size) and the shared region at one address on every
+//!   core; a `virtual` var at `backing + backing_variable_off` and inside its
+//!   backing var; a `file` var holding its payload's bytes;
+//! - every stream and ring: descriptor counts and contents, debug info,
+//!   every relocated operand inside the var it names, opaque streams equal to
+//!   the NEFF's, lncsim streams relocated record by record;
+//! - with the [`Model`]s ([`check_models`]): every private piece (weights,
+//!   tmp-bufs, the implicit scratchpad's views, streams, rings, tables)
+//!   inside its core's carve-out, the carve-out a live allocation; every
+//!   engine table the NEFF names staged once, byte for byte;
+//! - no two private pieces, IO buffers or the shared region overlap; no two
+//!   live allocations overlap.
+//!
+//! Cost: O(n log n) in vars + records + descriptors + tables + live
+//! allocations (lookups are by binary search or in ordered maps; overlaps by
+//! one sort and a sweep), plus the bytes it reads back.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::device::Device;
+use super::image::{CoreImage, Isa};
+use super::records::Model;
+use crate::codegen::record::{DESCRIPTOR_SIZE, DeviceDescriptor, FLAG_RELOCATED, Opcode, RECORD_SIZE, Record};
+use crate::neff::manifest::{DefJson, VarType};
+use crate::neff::npy::{NPY_MAGIC, parse_header};
+use crate::neff::{Neff, Subgraph};
+
+/// A byte range someone owns, for the overlap sweep.
+struct Piece {
+    pa: u64,
+    len: u64,
+    what: String,
+}
+
+/// Live allocations sorted by address, for O(log n) containment queries.
+struct Allocs(Vec<(u64, u64)>);
+
+impl Allocs {
+    fn new(mut v: Vec<(u64, u64)>) -> Self {
+        v.sort_unstable();
+        Allocs(v)
+    }
+
+    /// True when `[pa, pa + len)` (one byte when `len` is 0) lies inside one allocation.
+    fn inside(&self, pa: u64, len: u64) -> bool {
+        let Some(end) = pa.checked_add(len.max(1)) else { return false };
+        let i = self.0.partition_point(|&(a, _)| a <= pa);
+        i > 0 && self.0[i - 1].0.saturating_add(self.0[i - 1].1) >= end
+    }
+
+    /// Whether an allocation starts at `pa` with `size` bytes.
+    fn exactly(&self, pa: u64, size: u64) -> bool {
+        self.0.binary_search(&(pa, size)).is_ok()
+    }
+}
+
+/// Every violation of a finished load given its images, one line each (empty = right).
+pub fn check_load<D: Device + ?Sized>(dev: &D, neff: &Neff, images: &[CoreImage]) -> Vec<String> {
+    check(dev, neff, images, None)
+}
+
+/// [`check_load`] plus the rules that need each core's [`Model`]: pieces
+/// inside their carve-out, every engine table staged.
+pub fn check_models<D: Device + ?Sized>(dev: &D, neff: &Neff, models: &[Model]) -> Vec<String> {
+    let images: Vec<CoreImage> = models.iter().map(|m| m.image.clone()).collect();
+    check(dev, neff, &images, Some(models))
+}
+
+fn check<D: Device + ?Sized>(dev: &D, neff: &Neff, images: &[CoreImage], models: Option<&[Model]>) -> Vec<String> {
+    let mut bad = Vec::new();
+    if images.len() != neff.subgraphs.len() {
+        bad.push(format!("{} images for {} subgraphs", images.len(), neff.subgraphs.len()));
+        return bad;
+    }
+    let allocs = Allocs::new(dev.allocations());
+    for w in allocs.0.windows(2) {
+        if w[0].0.saturating_add(w[0].1) > w[1].0 {
+            bad.push(format!(
+                "live allocations [{:#x}, +{:#x}) and [{:#x}, +{:#x}) overlap",
+                w[0].0, w[0].1, w[1].0, w[1].1
+            ));
+        }
+    }
+    let mut io: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    let mut shared: Option<(u64, u64)> = None;
+    let mut owned: Vec<Piece> = Vec::new();
+    for (c, (img, sg)) in images.iter().zip(&neff.subgraphs).enumerate() {
+        if img.core != c as u32 {
+            bad.push(format!("image {c} says core {}", img.core));
+        }
+        let model = models.and_then(|m| m.get(c));
+        if let Some(m) = model
+            && !allocs.exactly(m.carveout.pa, m.carveout.size)
+        {
+            bad.push(format!(
+                "{}: carve-out {:#x}+{:#x} is not a live allocation",
+                sg.name, m.carveout.pa, m.carveout.size
+            ));
+        }
+        let in_carve = |pa: u64, len: u64| {
+            model.is_none_or(|m| {
+                pa >= m.carveout.pa
+                    && pa.checked_add(len).is_some_and(|e| e <= m.carveout.pa.saturating_add(m.carveout.size))
+            })
+        };
+        let mut private = |bad: &mut Vec<String>, pa: u64, len: u64, what: String| {
+            if !in_carve(pa, len) {
+                bad.push(format!("{what}: [{pa:#x}, +{len:#x}) is outside its core's carve-out"));
+            }
+            owned.push(Piece { pa, len, what });
+        };
+        check_vars(dev, neff, img, sg, &allocs, &mut bad, &mut |bad, kind, pa, len, what| match kind {
+            Owner::Private => private(bad, pa, len, what),
+            Owner::Io(name) => {
+                let first = *io.entry(name).or_insert((pa, len));
+                if first != (pa, len) {
+                    bad.push(format!(
+                        "{what}: IO buffer differs from another core's ({pa:#x}+{len:#x}, not {:#x}+{:#x})",
+                        first.0, first.1
+                    ));
+                }
+            }
+            Owner::Shared => {
+                let first = *shared.get_or_insert((pa, len));
+                if first.0 != pa {
+                    bad.push(format!("{what}: shared region differs from another core's"));
+                }
+            }
+        });
+        for s in &img.engines {
+            let stream_len = s.records.saturating_mul(RECORD_SIZE as u64);
+            let ring_len = s.descriptors.saturating_mul(DESCRIPTOR_SIZE as u64);
+            private(&mut bad, s.pa, stream_len, format!("{} {} stream", sg.name, s.engine.key()));
+            private(&mut bad, s.ring_pa, ring_len, format!("{} {} ring", sg.name, s.engine.key()));
+        }
+        bad.extend(check_streams(dev, neff, img, sg));
+        if let Some(m) = model {
+            for t in &m.tables {
+                private(&mut bad, t.pa, t.len, format!("{} table {}", sg.name, t.member));
+            }
+            bad.extend(check_tables(dev, neff, sg, m));
+        }
+    }
+    bad.extend(check_views(neff, images));
+    // Private pieces, IO buffers (at their real size) and the shared region never overlap.
+    owned.extend(io.iter().map(|(n, &(pa, len))| Piece { pa, len, what: format!("io {n}") }));
+    owned.extend(shared.map(|(pa, len)| Piece { pa, len, what: "the shared region".to_owned() }));
+    bad.extend(overlaps(owned));
+    bad
+}
+
+/// Who owns a var's bytes.
+enum Owner<'n> {
+    /// The core alone (weights, tmp-bufs, scratchpad views).
+    Private,
+    /// The load's buffer for this IO name.
+    Io(&'n str),
+    /// The load's shared region.
+    Shared,
+}
+
+type Own<'a, 'n> = dyn FnMut(&mut Vec<String>, Owner<'n>, u64, u64, String) + 'a;
+
+fn check_vars<'n, D: Device + ?Sized>(
+    dev: &D,
+    neff: &Neff,
+    img: &CoreImage,
+    sg: &'n Subgraph,
+    allocs: &Allocs,
+    bad: &mut Vec<String>,
+    own: &mut Own<'_, 'n>,
+) {
+    let def = &sg.def;
+    let image_var = |name: &str| def.var.get(name).and_then(|v| img.vars.get(v.var_id as usize));
+    for (name, v) in &def.var {
+        let Some(iv) = img.vars.get(v.var_id as usize) else {
+            bad.push(format!("{}: var {name} (id {}) missing from the image", sg.name, v.var_id));
+            continue;
+        };
+        let at = format!("{} var {name}", sg.name);
+        if iv.name != *name || iv.var_type != v.var_type {
+            bad.push(format!("{at}: image has {:?} of type {}", iv.name, iv.var_type));
+        }
+        let size = v.size.unwrap_or(0);
+        let in_hbm =
+            matches!(v.var_type, VarType::Input | VarType::Output | VarType::File | VarType::TmpBuf | VarType::Virtual);
+        if !in_hbm {
+            if (iv.pa, iv.size) != (0, 0) {
+                bad.push(format!("{at}: not an HBM type but placed at {:#x}+{}", iv.pa, iv.size));
+            }
+            continue;
+        }
+        let data = (v.var_type == VarType::File).then(|| file_payload(neff, sg, v.file_name.as_deref()));
+        let want = match &data {
+            Some(d) if v.size.is_none() => d.len() as u64,
+            _ => size,
+        };
+        if iv.size != want {
+            bad.push(format!("{at}: size {} in the image, {want} in def.json", iv.size));
+        }
+        if !allocs.inside(iv.pa, want) {
+            bad.push(format!("{at}: [{:#x}, +{want}) is not inside a live allocation", iv.pa));
+        }
+        let vnc_shared = v.extra.get("vnc_shared") == Some(&Value::Bool(true));
+        match v.var_type {
+            VarType::Input | VarType::Output => own(bad, Owner::Io(name), iv.pa, want, at),
+            VarType::TmpBuf if vnc_shared => own(bad, Owner::Shared, iv.pa, want, at),
+            VarType::TmpBuf => own(bad, Owner::Private, iv.pa, want, at),
+            VarType::File => {
+                let data = data.unwrap_or_default();
+                if dev.copy_out(iv.pa, data.len() as u64).ok().as_deref() != Some(&data[..]) {
+                    bad.push(format!("{at}: device bytes differ from {}", v.file_name.as_deref().unwrap_or("")));
+                }
+                own(bad, Owner::Private, iv.pa, want, at);
+            }
+            VarType::Virtual => {
+                let off = v.backing_variable_off.unwrap_or(0);
+                match &v.backing_variable {
+                    Some(b) => {
+                        let bv = image_var(b);
+                        if bv.and_then(|p| p.pa.checked_add(off)) != Some(iv.pa) {
+                            bad.push(format!("{at}: {:#x} is not {b} + {off}", iv.pa));
+                        }
+                        if bv.is_none_or(|p| off.checked_add(want).is_none_or(|e| e > p.size)) {
+                            bad.push(format!("{at}: [{off}, +{want}) is not inside its backing {b}"));
+                        }
+                    }
+                    // The implicit scratchpad is the core's own.
+                    None => own(bad, Owner::Private, iv.pa, want, at),
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The bytes a `file` var must hold: the `.npy` payload, or the raw member.
+fn file_payload(neff: &Neff, sg: &Subgraph, file: Option<&str>) -> Vec<u8> {
+    let raw = neff.members.get(&format!("{}{}", sg.dir, file.unwrap_or(""))).unwrap_or(&[]);
+    let data = if raw.starts_with(NPY_MAGIC) {
+        parse_header(raw).ok().and_then(|h| raw.get(h.data_offset..)).unwrap_or(raw)
+    } else {
+        raw
+    };
+    data.to_vec()
+}
+
+fn check_streams<D: Device + ?Sized>(dev: &D, neff: &Neff, img: &CoreImage, sg: &Subgraph) -> Vec<String> {
+    let mut bad = Vec::new();
+    let def = &sg.def;
+    let pa_of = |name: &str| def.var.get(name).and_then(|v| img.vars.get(v.var_id as usize)).map(|v| v.pa);
+    let queue_index = queue_indices(def);
+    for s in &img.engines {
+        let at = format!("{} {}", sg.name, s.engine.key());
+        let es = sg.engines.iter().find(|e| e.engine == s.engine);
+        let file = es.and_then(|e| neff.members.get(&e.instr_member)).unwrap_or(&[]);
+        let device = dev.copy_out(s.pa, s.records.saturating_mul(RECORD_SIZE as u64)).unwrap_or_default();
+        let descs = es.and_then(|e| e.json.as_ref()).map(|j| j.dma.clone()).unwrap_or_default();
+        if s.descriptors != descs.len() as u64 {
+            bad.push(format!("{at}: {} descriptors, engine json has {}", s.descriptors, descs.len()));
+        }
+        let ring = dev.copy_out(s.ring_pa, s.descriptors.saturating_mul(DESCRIPTOR_SIZE as u64)).unwrap_or_default();
+        for (i, d) in descs.iter().enumerate() {
+            let want = DeviceDescriptor {
+                src: pa_of(&d.from).unwrap_or(0).wrapping_add(d.from_off),
+                dst: pa_of(&d.to).unwrap_or(0).wrapping_add(d.to_off),
+                size: d.size,
+                queue: queue_index.get(&d.queue).copied().unwrap_or(u32::MAX),
+                flags: 0,
+            };
+            let got = ring.get(i * DESCRIPTOR_SIZE..).and_then(DeviceDescriptor::decode);
+            if got != Some(want) {
+                bad.push(format!("{at} dma[{i}]: device {got:?}, expected {want:?}"));
+            }
+        }
+        // The debug info: one entry per device record / descriptor, naming the var it touches.
+        if s.operand_vars.len() as u64 != s.records || s.descriptor_vars.len() as u64 != s.descriptors {
+            bad.push(format!("{at}: debug info does not match the stream and ring"));
+        }
+        for (i, d) in descs.iter().enumerate() {
+            let ids = (def.var.get(&d.from).map(|v| v.var_id), def.var.get(&d.to).map(|v| v.var_id));
+            if s.descriptor_vars.get(i).map(|&(a, b)| (Some(a), Some(b))) != Some(ids) {
+                bad.push(format!("{at} dma[{i}]: descriptor_vars do not name {} -> {}", d.from, d.to));
+            }
+        }
+        for (ip, (chunk, vars)) in device.chunks(RECORD_SIZE).zip(&s.operand_vars).enumerate() {
+            let Ok(r) = Record::decode(chunk) else { continue };
+            for (slot, v) in vars.iter().enumerate() {
+                let Some(iv) = v.and_then(|v| img.vars.get(v as usize)) else { continue };
+                let pa = r.ops[slot].pa();
+                if pa < iv.pa || pa.saturating_add(u64::from(r.ops[slot].c)) > iv.pa.saturating_add(iv.size) {
+                    bad.push(format!("{at} ip {ip} slot {slot}: {pa:#x} is not inside {}", iv.name));
+                }
+            }
+        }
+        match img.isa {
+            Isa::Opaque => {
+                if device != file {
+                    bad.push(format!("{at}: opaque stream differs from the NEFF's"));
+                }
+            }
+            Isa::Lncsim => {
+                let var_pa = |id: u32| img.vars.get(id as usize).map(|v| v.pa);
+                bad.extend(check_stream(&at, file, &device, &var_pa, &ring));
+            }
+        }
+    }
+    bad
+}
+
+/// Engine tables the NEFF names for `sg`: every string ending in `.bin` in
+/// an engine description's other keys, and `<set>_bkt.bin` / `<set>_ctrl.bin`
+/// per ACT `activation_function_sets` entry; the ones present as members.
+fn expected_tables(neff: &Neff, sg: &Subgraph) -> BTreeMap<String, Vec<u8>> {
+    fn strings<'v>(v: &'v Value, out: &mut Vec<&'v str>) {
+        match v {
+            Value::String(s) => out.push(s),
+            Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+            Value::Object(o) => o.values().for_each(|x| strings(x, out)),
+            _ => {}
+        }
+    }
+    let mut want = BTreeMap::new();
+    for e in &sg.engines {
+        let Some(j) = &e.json else { continue };
+        let mut names: Vec<String> = Vec::new();
+        let mut found = Vec::new();
+        j.extra.values().for_each(|v| strings(v, &mut found));
+        names.extend(found.iter().filter(|s| s.ends_with(".bin")).map(|s| (*s).to_owned()));
+        if let Some(Value::Array(sets)) = j.extra.get("activation_function_sets") {
+            for set in sets.iter().filter_map(Value::as_str) {
+                names.push(format!("{set}_bkt.bin"));
+                names.push(format!("{set}_ctrl.bin"));
+            }
+        }
+        for n in names {
+            let member = format!("{}{n}", sg.dir);
+            if let Some(b) = neff.members.get(&member) {
+                want.insert(member, b.to_vec());
+            }
+        }
+    }
+    want
+}
+
+fn check_tables<D: Device + ?Sized>(dev: &D, neff: &Neff, sg: &Subgraph, m: &Model) -> Vec<String> {
+    let mut bad = Vec::new();
+    let want = expected_tables(neff, sg);
+    let mut staged: BTreeMap<&str, u32> = BTreeMap::new();
+    for t in &m.tables {
+        *staged.entry(t.member.as_str()).or_default() += 1;
+        match want.get(&t.member) {
+            None => bad.push(format!("{}: staged table {} is not one the NEFF names", sg.name, t.member)),
+            Some(b) => {
+                if t.len != b.len() as u64 || dev.copy_out(t.pa, t.len).ok().as_deref() != Some(&b[..]) {
+                    bad.push(format!(
+                        "{}: table {} differs from the NEFF's ({} bytes at {:#x})",
+                        sg.name, t.member, t.len, t.pa
+                    ));
+                }
+            }
+        }
+    }
+    for member in want.keys() {
+        match staged.get(member.as_str()) {
+            None => bad.push(format!("{}: table {member} was not staged", sg.name)),
+            Some(&n) if n > 1 => bad.push(format!("{}: table {member} staged {n} times", sg.name)),
+            Some(_) => {}
+        }
+    }
+    bad
+}
+
+/// Views of one shared tensor sit at one address on every core: a
+/// `virtual` var `<t>_in<c>` of core `c` in the shared region (backed by a
+/// `vnc_shared` tmp-buf) and a shared `virtual` var `t` of another core.
+fn check_views(neff: &Neff, images: &[CoreImage]) -> Vec<String> {
+    let mut bad = Vec::new();
+    let pa = |img: &CoreImage, sg: &Subgraph, name: &str| {
+        sg.def.var.get(name).and_then(|v| img.vars.get(v.var_id as usize)).map(|v| v.pa)
+    };
+    // name -> [(core, pa)] of every shared view, O(n log n).
+    let mut by_name: BTreeMap<&str, Vec<(usize, u64)>> = BTreeMap::new();
+    for (c, (img, sg)) in images.iter().zip(&neff.subgraphs).enumerate() {
+        for n in shared_views(sg) {
+            by_name.entry(n).or_default().extend(pa(img, sg, n).map(|p| (c, p)));
+        }
+    }
+    for (c, (img, sg)) in images.iter().zip(&neff.subgraphs).enumerate() {
+        let suffix = format!("_in{c}");
+        for name in shared_views(sg) {
+            let (Some(t), Some(at)) = (name.strip_suffix(&suffix), pa(img, sg, name)) else { continue };
+            for &(o, opa) in by_name.get(t).into_iter().flatten() {
+                if o != c && opa != at {
+                    bad.push(format!("sg{c:02} {name} at {at:#x} but sg{o:02} {t} at {opa:#x}"));
+                }
+            }
+        }
+    }
+    bad
+}
+
+/// The `virtual` vars of `sg` backed by a `vnc_shared` tmp-buf.
+fn shared_views(sg: &Subgraph) -> Vec<&str> {
+    sg.def
+        .var
+        .iter()
+        .filter(|(_, v)| v.var_type == VarType::Virtual)
+        .filter(|(_, v)| {
+            v.backing_variable
+                .as_ref()
+                .and_then(|b| sg.def.var.get(b))
+                .is_some_and(|b| b.var_type == VarType::TmpBuf && b.extra.get("vnc_shared") == Some(&Value::Bool(true)))
+        })
+        .map(|(n, _)| n.as_str())
+        .collect()
+}
+
+/// One line per piece that starts before the furthest-reaching earlier piece ends (one sort, one sweep).
+fn overlaps(mut owned: Vec<Piece>) -> Vec<String> {
+    owned.retain(|o| o.len > 0);
+    owned.sort_by(|a, b| (a.pa, a.len, &a.what).cmp(&(b.pa, b.len, &b.what)));
+    let mut bad = Vec::new();
+    let mut reach: Option<usize> = None;
+    for i in 0..owned.len() {
+        if let Some(r) = reach {
+            let (a, b) = (&owned[r], &owned[i]);
+            if b.pa < a.pa.saturating_add(a.len) {
+                bad.push(format!("{} [{:#x}, +{}) overlaps {} [{:#x}, +{})", a.what, a.pa, a.len, b.what, b.pa, b.len));
+            }
+        }
+        let end = |p: &Piece| p.pa.saturating_add(p.len);
+        if reach.is_none_or(|r| end(&owned[i]) > end(&owned[r])) {
+            reach = Some(i);
+        }
+    }
+    bad
+}
+
+fn queue_indices(def: &DefJson) -> BTreeMap<String, u32> {
+    let explicit: Option<BTreeMap<String, u32>> = def
+        .dma_queue
+        .iter()
+        .map(|(n, q)| {
+            q.extra
+                .get("queue_index")
+                .and_then(Value::as_u64)
+                .and_then(|i| u32::try_from(i).ok())
+                .map(|i| (n.clone(), i))
+        })
+        .collect();
+    explicit.unwrap_or_else(|| def.dma_queue.keys().enumerate().map(|(i, n)| (n.clone(), i as u32)).collect())
+}
+
+/// One lncsim stream: the device records are the NEFF's with every memory
+/// operand at `var pa + offset` (FLAG_RELOCATED), every `PseudoAddN` + `Ext`s
+/// a chain of `Add`s, everything else unchanged; every DMA names its ring
+/// descriptor's queue. Linear in records.
+fn check_stream(at: &str, file: &[u8], device: &[u8], var_pa: &dyn Fn(u32) -> Option<u64>, ring: &[u8]) -> Vec<String> {
+    let mut bad = Vec::new();
+    let neff: Vec<Record> = file.chunks(RECORD_SIZE).filter_map(|c| Record::decode(c).ok()).collect();
+    let dev: Vec<Option<Record>> = device.chunks(RECORD_SIZE).map(|c| Record::decode(c).ok()).collect();
+    let mut d = 0usize;
+    let mut i = 0usize;
+    let mut take = |bad: &mut Vec<String>| {
+        let r = dev.get(d).copied().flatten();
+        if r.is_none() {
+            bad.push(format!("{at}: device record {d} missing or undecodable"));
+        }
+        d += 1;
+        r
+    };
+    let expect_op = |bad: &mut Vec<String>, r: &Record, slot: usize, var: u32, off: u32, len: u32, ip: usize| {
+        let want = var_pa(var).and_then(|p| p.checked_add(u64::from(off)));
+        if Some(r.ops[slot].pa()) != want || r.ops[slot].c != len {
+            bad.push(format!(
+                "{at} ip {ip} slot {slot}: {:#x}+{} is not var {var}+{off} ({want:x?})",
+                r.ops[slot].pa(),
+                r.ops[slot].c
+            ));
+        }
+    };
+    while i < neff.len() {
+        let r = neff[i];
+        if r.opcode == Opcode::PseudoAddN {
+            let exts = &neff[i + 1..(i + 1).saturating_add(r.imm as usize).min(neff.len())];
+            let mut srcs = vec![r.ops[1], r.ops[2]];
+            for e in exts {
+                srcs.extend_from_slice(&e.ops[..(e.imm as usize).min(e.ops.len())]);
+            }
+            for k in 1..srcs.len() {
+                let Some(a) = take(&mut bad) else { continue };
+                if a.opcode != Opcode::Add || a.flags & FLAG_RELOCATED == 0 {
+                    bad.push(format!("{at} ip {i}: expansion record {k} is {:?} flags {:#x}", a.opcode, a.flags));
+                }
+                expect_op(&mut bad, &a, 0, r.ops[0].a, r.ops[0].b, r.ops[0].c, i);
+                if k == 1 {
+                    expect_op(&mut bad, &a, 1, srcs[0].a, srcs[0].b, srcs[0].c, i);
+                } else {
+                    expect_op(&mut bad, &a, 1, r.ops[0].a, r.ops[0].b, r.ops[0].c, i);
+                }
+                expect_op(&mut bad, &a, 2, srcs[k].a, srcs[k].b, srcs[k].c, i);
+            }
+            i += 1 + exts.len();
+            continue;
+        }
+        let n = match r.opcode {
+            Opcode::Add | Opcode::Mul | Opcode::MatMul => 3,
+            Opcode::Relu | Opcode::Reduce => 2,
+            _ => 0,
+        };
+        if let Some(g) = take(&mut bad) {
+            if n == 0 {
+                if g != r {
+                    bad.push(format!("{at} ip {i}: {:?} changed", r.opcode));
+                }
+                if r.opcode == Opcode::Dma {
+                    let desc = (r.ops[0].b as usize)
+                        .checked_mul(DESCRIPTOR_SIZE)
+                        .and_then(|o| ring.get(o..))
+                        .and_then(DeviceDescriptor::decode);
+                    if desc.map(|x| x.queue) != Some(r.ops[0].a) {
+                        bad.push(format!("{at} ip {i}: DMA on queue {} but its descriptor says {desc:?}", r.ops[0].a));
+                    }
+                }
+            } else {
+                if g.opcode != r.opcode || g.flags != r.flags | FLAG_RELOCATED || g.waits != r.waits || g.imm != r.imm {
+                    bad.push(format!("{at} ip {i}: {:?} became {:?} flags {:#x}", r.opcode, g.opcode, g.flags));
+                }
+                for slot in 0..n {
+                    expect_op(&mut bad, &g, slot, r.ops[slot].a, r.ops[slot].b, r.ops[slot].c, i);
+                }
+            }
+        }
+        i += 1;
+    }
+    if d != dev.len() {
+        bad.push(format!("{at}: {} device records, expected {d}", dev.len()));
+    }
+    bad
+}
