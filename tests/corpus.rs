@@ -23,6 +23,7 @@ fn target(name: &str) -> Option<fn(&[u8])> {
         "neff_roundtrip" => Some(fuzz::neff_roundtrip),
         "ir_text" => Some(lncsim_model::ir::fuzz::ir_text),
         "link" => Some(lncsim_model::link::fuzz::link),
+        "flow" => Some(lncsim_sim::fuzz::flow),
         "dram_alloc" => Some(|d| {
             if let Err(finding) = lncsim_model::dram::fuzz::dram_alloc(d) {
                 panic!("{finding}");

@@ -43,6 +43,7 @@ mod equalize;
 mod exec;
 pub mod fault;
 pub mod flow;
+pub mod fuzz;
 mod hbm;
 pub mod io;
 mod liveness;
