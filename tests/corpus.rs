@@ -24,6 +24,7 @@ fn target(name: &str) -> Option<fn(&[u8])> {
         "ir_text" => Some(lncsim_model::ir::fuzz::ir_text),
         "link" => Some(lncsim_model::link::fuzz::link),
         "nrt_load" => Some(lncsim_sim::device::fuzz::nrt_load),
+        "flow" => Some(lncsim_sim::fuzz::flow),
         "dram_alloc" => Some(|d| {
             if let Err(finding) = lncsim_model::dram::fuzz::dram_alloc(d) {
                 panic!("{finding}");

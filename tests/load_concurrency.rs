@@ -30,7 +30,23 @@ fn many_threads_loading_same_and_different_neffs_all_end_ready_and_unload_clean(
                     let (rt, bytes) = (&rt, &neffs[if i % 2 == 0 { 0 } else { i % 3 }]);
                     s.spawn(move || {
                         let (r, t) = rt.nrt_load_traced(bytes, -1, -1);
-                        let roles = t.find("tnc_enter").map(|e| e.detail.clone()).collect();
+                        let roles: Vec<String> = t.find("tnc_enter").map(|e| e.detail.clone()).collect();
+                        // Sharing, per load: a REUSE loader parsed nothing and
+                        // released a TNC reference; a CREATOR parsed once and
+                        // released one; an INDEPENDENT loader parsed once and
+                        // freed its own parse.
+                        let role = roles[0].split(':').next().unwrap().to_owned();
+                        let parses = t.find("neff_parse").count();
+                        let released = t.find("release_tmp_neff_cache").count();
+                        let freed = t.find("free_neff_load_info").count();
+                        let expected = match role.as_str() {
+                            "REUSE" => (0, 1, 0),
+                            "CREATOR" => (1, 1, 0),
+                            "INDEPENDENT" => (1, 0, 1),
+                            other => panic!("role {other}"),
+                        };
+                        let funcs: Vec<&str> = t.events.iter().map(|e| e.func).collect();
+                        assert_eq!((parses, released, freed), expected, "{role}: {funcs:?}");
                         (r.unwrap(), roles)
                     })
                 })
@@ -52,6 +68,9 @@ fn many_threads_loading_same_and_different_neffs_all_end_ready_and_unload_clean(
             }
         }
         println!("round {round}: TNC roles {roles:?}");
+        // Every load took exactly one role; the first to enter an UNINIT slot creates.
+        assert_eq!(roles.values().sum::<u32>(), 24, "{roles:?}");
+        assert!(roles.get("CREATOR").copied().unwrap_or(0) >= 1, "the first loader always creates: {roles:?}");
         assert_eq!(rt.registered().len(), 24);
         assert_eq!(rt.vnc_usage().iter().sum::<u32>(), 24);
         let mut handles: Vec<u32> = models.iter().map(|(m, _)| m.h_nn.0).collect();
@@ -123,11 +142,7 @@ fn two_loads_can_be_driven_step_by_step_with_a_stepped_tnc() {
     b.note_tnc(lncsim_model::load::tnc::TncPath::UsingCacheAfterWait);
     assert!(Arc::ptr_eq(&info, &shared), "one parse for both loaders");
     let kg_a = a.parse_graph(&info).unwrap();
-    tnc.release(a_ref).unwrap();
     let kg_b = b.parse_graph(&shared).unwrap();
-    tnc.release(b_ref).unwrap();
-    drop((info, shared));
-    assert_eq!(tnc.cache_state(), CacheState::Uninit);
     let mut fa = a.dlr_kelf_stage(kg_a).unwrap();
     let mut fb = b.dlr_kelf_stage(kg_b).unwrap();
     assert_ne!(fa.h_model(), fb.h_model());
@@ -146,8 +161,15 @@ fn two_loads_can_be_driven_step_by_step_with_a_stepped_tnc() {
     let (kb, tb) = fb.finish();
     a.absorb(ta);
     b.absorb(tb);
-    let ha = a.register(ka.unwrap());
-    let hb = b.register(kb.unwrap());
+    let ha = a.register(ka.unwrap()).unwrap();
+    // Seed 002, the S5 tail: each reference is dropped after its register.
+    assert_eq!(tnc.cache_state(), CacheState::Ready);
+    tnc.release(a_ref).unwrap();
+    let hb = b.register(kb.unwrap()).unwrap();
+    assert_eq!(tnc.cache_state(), CacheState::Ready, "b still holds its reference");
+    tnc.release(b_ref).unwrap();
+    drop((info, shared));
+    assert_eq!(tnc.cache_state(), CacheState::Uninit);
     let ma = a.into_nrt_model(ha).0.unwrap();
     let mb = b.into_nrt_model(hb).0.unwrap();
     assert_eq!((ma.vnc_idx, mb.vnc_idx), (0, 1));

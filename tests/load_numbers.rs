@@ -23,7 +23,8 @@ use lncsim_model::load::stage::{
 use lncsim_model::load::testkit::pack_generated;
 use lncsim_model::load::{Device, HModel, Runtime};
 use lncsim_model::neff::manifest::Arch;
-use lncsim_model::neff::{Neff, NrtStatus, ReadOptions};
+use lncsim_model::neff::neff_file::Manifests;
+use lncsim_model::neff::{Neff, NrtStatus, ReadOptions, read_container};
 use lncsim_model::program::{GenConfig, SizeClass};
 use lncsim_sim::device::SimDevice;
 use serde_json::{Value, json};
@@ -174,8 +175,9 @@ fn a_sparse_but_bounded_var_id_loads_and_passes_the_checker() {
 #[test]
 fn a_staged_range_outside_its_carve_out_is_refused_before_any_copy() {
     let b = packed(1);
-    let neff = Neff::parse(&b, &ReadOptions::default()).unwrap();
-    let kg = dlr_kelf_load(&neff, Arch::V3, 1).unwrap();
+    let container = read_container(&b, &ReadOptions::default()).unwrap();
+    let manifests = Manifests::parse(&container).unwrap();
+    let kg = dlr_kelf_load(&container.members, &manifests, Arch::V3, 1).unwrap();
     let dev = SimDevice::new(1, 1);
     let db = Mutex::new(TdrvDb::default());
     let shared = vtpb_info_shared_init_vtpb(&dev, 0, &kg).unwrap();

@@ -43,6 +43,7 @@ mod equalize;
 mod exec;
 pub mod fault;
 pub mod flow;
+pub mod fuzz;
 mod hbm;
 mod intervals;
 pub mod io;

@@ -13,8 +13,8 @@ use super::kbin::{Kbin, Place, construct_kbin};
 use crate::codegen::VarKind;
 use crate::marks;
 use crate::neff::manifest::{Arch, Target, VarType};
-use crate::neff::neff_file::{KELP_JSON, NEFF_JSON};
-use crate::neff::{Container, Neff, ReadOptions, read_container};
+use crate::neff::neff_file::{KELP_JSON, Manifests, NEFF_JSON};
+use crate::neff::{Container, MemberTable, ReadOptions, read_container};
 use crate::split::view_name;
 
 /// The fan-out limit: `kelf_model_add_thread_args_t[256]` on the joiner's stack.
@@ -88,7 +88,7 @@ pub struct KelfNn {
 
 /// `parse_neff_json`'s guard: `neff.json` (or the legacy `kelp.json`) must
 /// exist, else "Invalid NN: %s, neff.json is missing". The JSON itself is
-/// read by [`Neff::from_container`], and the IO maps by [`dlr_kelf_load`].
+/// read by [`Manifests::parse`], and the IO maps by [`dlr_kelf_load`].
 pub fn parse_neff_json(c: &Container, nn: &str) -> Result<(), LoadError> {
     if c.members.contains(NEFF_JSON) {
         return Ok(());
@@ -101,7 +101,7 @@ pub fn parse_neff_json(c: &Container, nn: &str) -> Result<(), LoadError> {
     Err(LoadError::invalid(Stage::S2Graph, format!("Invalid NN: {nn}, neff.json is missing")))
 }
 
-fn io_names(neff: &Neff) -> (Vec<String>, Vec<String>) {
+fn io_names(neff: &Manifests) -> (Vec<String>, Vec<String>) {
     let mut inputs = Vec::new();
     let mut outputs = Vec::new();
     for n in &neff.neff_json.nodes {
@@ -119,17 +119,19 @@ fn io_names(neff: &Neff) -> (Vec<String>, Vec<String>) {
     (inputs, outputs)
 }
 
-/// S2 whole: `parse_neff_json`, then `dlr_kelf_load` on the full read of the manifests.
+/// S2 whole: `parse_neff_json`, then `dlr_kelf_load` on the full read of the
+/// manifests. The container is read where it is (the TNC's shared parse for
+/// a REUSE loader), never copied: only the manifests are parsed per loader.
 pub fn parse_graph(info: &NeffLoadInfo, nn: &str, arch: Arch, vnc_size: u32) -> Result<KelfNn, LoadError> {
     parse_neff_json(&info.container, nn)?;
-    let neff = Neff::from_container(info.container.clone()).map_err(|e| LoadError::neff(Stage::S2Graph, &e))?;
-    dlr_kelf_load(&neff, arch, vnc_size)
+    let manifests = Manifests::parse(&info.container).map_err(|e| LoadError::neff(Stage::S2Graph, &e))?;
+    dlr_kelf_load(&info.container.members, &manifests, arch, vnc_size)
 }
 
 /// `dlr_kelf_load`: `kelf_load`, `kelf_resolve_vtpb_remote_variables`, and
 /// `vtpb_ptpb_num_cores_to_vtpb_num_cores` (require 1 logical core).
-pub fn dlr_kelf_load(neff: &Neff, arch: Arch, vnc_size: u32) -> Result<KelfNn, LoadError> {
-    let (target, isa, kbins) = kelf_load(neff, arch)?;
+pub fn dlr_kelf_load(members: &MemberTable, neff: &Manifests, arch: Arch, vnc_size: u32) -> Result<KelfNn, LoadError> {
+    let (target, isa, kbins) = kelf_load(members, neff, arch)?;
     let (io, remote_vars, shared_size) = kelf_resolve_vtpb_remote_variables(&kbins)?;
     vtpb_ptpb_num_cores_to_vtpb_num_cores(kbins.len(), vnc_size)?;
     let (inputs, outputs) = io_names(neff);
@@ -150,7 +152,7 @@ pub fn dlr_kelf_load(neff: &Neff, arch: Arch, vnc_size: u32) -> Result<KelfNn, L
 /// `lncsim` (what the packager writes), else the real one (streams staged
 /// opaque). Deciding per NEFF, not per record, means a real stream that
 /// happens to decode is never half-relocated.
-pub fn kelf_load(neff: &Neff, arch: Arch) -> Result<(Target, Isa, Vec<Kbin>), LoadError> {
+pub fn kelf_load(members: &MemberTable, neff: &Manifests, arch: Arch) -> Result<(Target, Isa, Vec<Kbin>), LoadError> {
     neff.target.check(arch).map_err(|e| {
         marks::hit("load.s2.arch_gate");
         LoadError::neff(Stage::S2Graph, &e)
@@ -168,7 +170,7 @@ pub fn kelf_load(neff: &Neff, arch: Arch) -> Result<(Target, Isa, Vec<Kbin>), Lo
         .subgraphs
         .iter()
         .enumerate()
-        .map(|(i, sg)| construct_kbin(&neff.members, i as u32, sg, isa))
+        .map(|(i, sg)| construct_kbin(members, i as u32, sg, isa))
         .collect::<Result<Vec<_>, _>>()?;
     Ok((neff.target, isa, kbins))
 }

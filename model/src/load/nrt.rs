@@ -6,9 +6,10 @@
 //! ```text
 //! nrt_load_begin (S0 guard, header, vnc claim)  -> PendingLoad
 //!   TNC enter (CREATOR / REUSE / wait / INDEPENDENT); CREATOR or INDEPENDENT: neff_parse (S1)
-//!   parse_graph (S2 + S3); holders release the TNC reference here
+//!   parse_graph (S2 + S3)
 //!   dlr_kelf_stage (S4 prelude) -> StageFanout: Stage(i).., Join, Rollback(j).. -> finish
 //!   register (S5: dlr_model_set, READY, H_NN)
+//!   release_neff_load_info (S5 tail: the TNC reference or the own parse)
 //! into_nrt_model (S0 tail: nrt_model_t; the asymmetric edge's fault point)
 //! ```
 //!
@@ -18,7 +19,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use lncsim_tnc::{Entry, TncPath};
+use lncsim_tnc::{Entry, HolderGuard, Release, TncPath};
 
 use super::device::Device;
 use super::error::{LoadError, Stage};
@@ -138,6 +139,13 @@ impl<D: Device> Runtime<D> {
         p.into_nrt_model(h_nn)
     }
 
+    /// Sets the registry's next H_NN (`dlr_model_set.last_nn_id`), e.g. to
+    /// replay a counter that wrapped (after 2^32 loads) onto a live id; the
+    /// registry then refuses the occupied H_NN.
+    pub fn set_next_h_nn(&self, id: u32) {
+        self.set_mut().last_nn_id = id;
+    }
+
     /// `kmgr_load_nn_nc`: S1..S5 with the TNC cache; `drive` runs the staging fan-out.
     fn kmgr_load_nn_nc(&self, p: &mut PendingLoad<'_, '_, D>, drive: &mut Drive<'_, D>) -> Result<HNn, LoadError> {
         let entry = self.tnc.enter(p.uuid());
@@ -156,15 +164,17 @@ impl<D: Device> Runtime<D> {
             Entry::Reuse { info, holder, .. } => (info, Some(holder)),
             Entry::Independent { .. } => (p.neff_parse()?, None),
         };
-        let kg = p.parse_graph(&info);
-        if let Some(h) = holder {
-            h.release();
-        }
-        drop(info);
-        let fan = p.dlr_kelf_stage(kg?)?;
+        // The TNC reference (`holder`) and the parse result are kept to the
+        // S5 tail, as in the seed: `release_tmp_neff_cache` (or
+        // `free_neff_load_info`) runs after the model is registered, and on
+        // an error edge when `holder` and `info` drop on the way out.
+        let kg = p.parse_graph(&info)?;
+        let fan = p.dlr_kelf_stage(kg)?;
         let (km, t) = drive(fan);
         p.trace.extend(t);
-        Ok(p.register(km?))
+        let h_nn = p.register(km?)?;
+        p.release_neff_load_info(holder, info);
+        Ok(h_nn)
     }
 
     /// S0 up to `kmgr_load_nn_nc`: the `nc_count` guard, the state guard,
@@ -357,34 +367,71 @@ impl<'r, D: Device> PendingLoad<'r, '_, D> {
         }
     }
 
-    /// The S5 tail: the `dlr_model`, READY, registered under a fresh H_NN.
-    pub fn register(&mut self, km: DlrKelfModel) -> HNn {
+    /// The S5 tail: the `dlr_model` (allocated [`DlrState::INIT`], then the
+    /// bridge, uuid and IO maps attached and the state set to READY),
+    /// registered under a fresh H_NN. An occupied H_NN is refused
+    /// ([`super::registry::DlrModelSet::register`]): the staged cores and
+    /// buffers are then unstaged, so the failed load leaves nothing behind.
+    pub fn register(&mut self, km: DlrKelfModel) -> Result<HNn, LoadError> {
         let io = |names: &[String], t: VarType| -> std::collections::BTreeMap<String, Region> {
             names
                 .iter()
                 .filter_map(|n| km.io.get(n).filter(|b| b.var_type == t).map(|b| (n.clone(), b.region)))
                 .collect()
         };
-        let m = DlrModel {
+        let input_info = io(&self.io_names.0, VarType::Input);
+        let output_info = io(&self.io_names.1, VarType::Output);
+        let mut m = DlrModel {
             h_nn: HNn(0),
             name: self.header.name_str(),
-            uuid: self.header.uuid,
+            uuid: [0; 16],
             vnc_idx: self.vnc_idx,
-            state: DlrState::Ready,
+            state: DlrState::INIT,
             ref_count: 0,
-            input_info: io(&self.io_names.0, VarType::Input),
-            output_info: io(&self.io_names.1, VarType::Output),
+            input_info: Default::default(),
+            output_info: Default::default(),
             kelf_model: km,
         };
+        m.uuid = self.header.uuid;
+        m.input_info = input_info;
+        m.output_info = output_info;
+        m.state = DlrState::READY;
         let h_model = m.kelf_model.h_model;
-        let id = self.rt.set_mut().register(m);
+        let registered = self.rt.set_mut().register(m);
+        let id = match registered {
+            Ok(id) => id,
+            Err((e, m)) => {
+                self.trace.fail("dlr_model_set", &e);
+                if let Err(u) = self.rt.kmgr_unstage_kelf_model(&m.kelf_model) {
+                    self.trace.fail("kmgr_unstage_kelf_model", &u);
+                }
+                return Err(e);
+            }
+        };
         marks::hit("load.s5.registered");
         self.trace.ok(
             Stage::S5Register,
             "dlr_model_set",
             format!("Loaded NN {:?} ID: {} (READY, H_MODEL {})", self.header.name_str(), id.0, h_model.0),
         );
-        id
+        Ok(id)
+    }
+
+    /// The S5 tail's last step, after [`PendingLoad::register`]: a loader
+    /// that holds a TNC reference (CREATOR or REUSE) drops it
+    /// (`release_tmp_neff_cache`; the last one returns the slot to UNINIT),
+    /// an INDEPENDENT loader frees its own parse (`free_neff_load_info`).
+    pub fn release_neff_load_info(&mut self, holder: Option<HolderGuard<Arc<NeffLoadInfo>>>, info: Arc<NeffLoadInfo>) {
+        drop(info);
+        let (func, detail) = match holder {
+            Some(h) => match h.release() {
+                Release::Held => ("release_tmp_neff_cache", "reference dropped, slot still held"),
+                Release::Freed => ("release_tmp_neff_cache", "last reference, slot UNINIT"),
+            },
+            None => ("free_neff_load_info", "own parse freed"),
+        };
+        marks::hit("load.s5.neff_load_info_released");
+        self.trace.ok(Stage::S5Register, func, detail);
     }
 
     /// The S0 tail: `calloc(0x11C)` of the `nrt_model_t`. Its failure (the

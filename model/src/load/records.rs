@@ -37,24 +37,32 @@ pub struct NrtModel {
     pub h_nn: HNn,
 }
 
-/// `dlr_model.state`; the seed's registration writes 4 (READY).
+/// `dlr_model.state` (+0x1A8), the field's raw value. The seed names one
+/// value, 4 (READY), written by the S5 tail just before the model is
+/// registered; the record is allocated zeroed, so a `dlr_model` whose tail
+/// has not run reads 0 ([`DlrState::INIT`]). Any value can be carried, so
+/// the unload guard `state == 4 && ref_count == 0` refuses every other one
+/// rather than the type ruling them out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[repr(u32)]
-pub enum DlrState {
-    /// Registered and executable (the seed's value 4).
-    Ready = 4,
-}
+pub struct DlrState(pub u32);
 
 impl DlrState {
+    /// 0: allocated, the S5 tail (bridge, uuid, IO maps) not finished.
+    pub const INIT: DlrState = DlrState(0);
+    /// 4: registered and executable; the only state unload and execution accept.
+    pub const READY: DlrState = DlrState(4);
+
     /// The seed's numeric value.
     pub fn value(self) -> u32 {
-        self as u32
+        self.0
     }
 
-    /// `READY`.
+    /// `INIT`, `READY`, or `UNKNOWN` for a value the seed does not name.
     pub fn name(self) -> &'static str {
         match self {
-            DlrState::Ready => "READY",
+            DlrState::INIT => "INIT",
+            DlrState::READY => "READY",
+            _ => "UNKNOWN",
         }
     }
 }

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::error::{LoadError, Stage};
-use super::records::{DlrModel, HModel, HNn, Model};
+use super::records::{DlrModel, DlrState, HModel, HNn, Model};
 use crate::marks;
 use crate::neff::NrtStatus;
 
@@ -25,14 +25,82 @@ impl DlrModelSet {
         DlrModelSet { last_nn_id: 1, models: BTreeMap::new() }
     }
 
-    /// Allocates an H_NN and registers `m` under it (the S5 tail, under the write lock).
-    pub fn register(&mut self, mut m: DlrModel) -> HNn {
+    /// Allocates an H_NN and registers `m` under it (the S5 tail, under the
+    /// write lock). O(log n) in registered models.
+    ///
+    /// The seed's `models[id] = dlr_model` would silently replace an entry
+    /// if `last_nn_id` ever came back to a live id (it wraps after 2^32
+    /// loads); here an occupied H_NN is refused with `NRT_FAILURE`, the
+    /// registry untouched except for the consumed id, and `m` handed back in
+    /// the error so the caller can unstage it.
+    pub fn register(&mut self, mut m: DlrModel) -> Result<HNn, (LoadError, Box<DlrModel>)> {
         let id = HNn(self.last_nn_id);
         self.last_nn_id = self.last_nn_id.wrapping_add(1);
+        if let Some(old) = self.models.get(&id) {
+            marks::hit("load.s5.h_nn_occupied");
+            let e = LoadError::new(
+                NrtStatus::Failure,
+                Stage::S5Register,
+                format!("H_NN {} is already registered (model {:?}); not replacing it", id.0, old.name),
+            );
+            return Err((e, Box::new(m)));
+        }
         m.h_nn = id;
         self.models.insert(id, m);
-        id
+        Ok(id)
     }
+
+    /// `kmgr_unload_nn`'s guard and erase: the model must be READY
+    /// (`state == 4`) with no execution in flight (`ref_count == 0`); then
+    /// its entry is removed and returned. A refused model stays registered,
+    /// unchanged. O(log n).
+    pub fn unload(&mut self, h_nn: HNn) -> Result<DlrModel, LoadError> {
+        let m = self.models.get(&h_nn).ok_or_else(|| unknown(h_nn))?;
+        if m.state != DlrState::READY {
+            marks::hit("load.unload.not_ready");
+            return Err(LoadError::new(
+                NrtStatus::Failure,
+                Stage::Unload,
+                format!(
+                    "model {} is {} ({}), not READY ({}); not unloaded",
+                    h_nn.0,
+                    m.state.name(),
+                    m.state.value(),
+                    DlrState::READY.value()
+                ),
+            ));
+        }
+        if m.ref_count != 0 {
+            marks::hit("load.unload.busy");
+            return Err(LoadError::new(
+                NrtStatus::Failure,
+                Stage::Unload,
+                format!("model {} has {} executions in flight; not unloaded", h_nn.0, m.ref_count),
+            ));
+        }
+        self.models.remove(&h_nn).ok_or_else(|| unknown(h_nn))
+    }
+
+    /// Takes one execution reference on a READY model (`ref_count += 1`). O(log n).
+    pub fn acquire(&mut self, h_nn: HNn) -> Result<(), LoadError> {
+        let m = self.models.get_mut(&h_nn).ok_or_else(|| unknown(h_nn))?;
+        if m.state != DlrState::READY {
+            return Err(LoadError::new(
+                NrtStatus::Failure,
+                Stage::Unload,
+                format!("model {} is {}, not READY; no execution", h_nn.0, m.state.name()),
+            ));
+        }
+        m.ref_count = m.ref_count.checked_add(1).ok_or_else(|| {
+            LoadError::new(NrtStatus::Failure, Stage::Unload, format!("model {}: too many executions", h_nn.0))
+        })?;
+        Ok(())
+    }
+}
+
+/// The error for an H_NN nothing is registered under.
+pub fn unknown(h_nn: HNn) -> LoadError {
+    LoadError::new(NrtStatus::InvalidHandle, Stage::Unload, format!("no model with H_NN {}", h_nn.0))
 }
 
 /// The tdrv model db: per-core models by `(tpb, h_model)`.
@@ -116,6 +184,7 @@ impl VncUsage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::load::records::{DlrKelfModel, KblModelParam};
 
     #[test]
     fn vnc_claims_pick_the_least_used_and_refuse_bad_indices() {
@@ -133,12 +202,79 @@ mod tests {
         assert_eq!(VncUsage::new(0).find_and_inc(-1).unwrap_err().status, NrtStatus::LoadNotEnoughNc);
     }
 
+    fn model(name: &str, state: DlrState) -> DlrModel {
+        DlrModel {
+            h_nn: HNn(0),
+            name: name.to_owned(),
+            uuid: [1; 16],
+            vnc_idx: 0,
+            state,
+            ref_count: 0,
+            kelf_model: DlrKelfModel {
+                h_model: HModel(9),
+                vcore: 0,
+                tpbs: vec![0],
+                sg_count: 1,
+                uuid: [1; 16],
+                params: KblModelParam::default(),
+                shared: None,
+                io: BTreeMap::new(),
+            },
+            input_info: BTreeMap::new(),
+            output_info: BTreeMap::new(),
+        }
+    }
+
     #[test]
-    fn the_two_allocators_are_independent() {
-        let mut db = TdrvDb::default();
-        let set = DlrModelSet::new();
-        assert_eq!(db.tdrv_get_unique_h_model(), HModel(1));
-        assert_eq!(db.tdrv_get_unique_h_model(), HModel(2));
-        assert_eq!(set.last_nn_id, 1, "handing out H_MODELs leaves H_NN untouched");
+    fn an_occupied_h_nn_is_refused_and_the_entry_kept() {
+        let mut set = DlrModelSet::new();
+        assert_eq!(set.register(model("a", DlrState::READY)).unwrap(), HNn(1));
+        // The counter comes back to a live id (it wraps after 2^32 loads).
+        set.last_nn_id = 1;
+        let (e, back) = set.register(model("b", DlrState::READY)).unwrap_err();
+        assert_eq!((e.status, e.stage), (NrtStatus::Failure, Stage::S5Register));
+        assert!(e.message.contains("H_NN 1 is already registered"), "{e}");
+        assert_eq!(back.name, "b", "the refused model is handed back for unstaging");
+        assert_eq!(set.models.len(), 1);
+        assert_eq!(set.models[&HNn(1)].name, "a", "the registered model is not replaced");
+        assert_eq!(set.register(model("c", DlrState::READY)).unwrap(), HNn(2), "the refused id is consumed");
+    }
+
+    #[test]
+    fn h_nn_wraps_to_zero_after_u32_max() {
+        let mut set = DlrModelSet { last_nn_id: u32::MAX, models: BTreeMap::new() };
+        assert_eq!(set.register(model("a", DlrState::READY)).unwrap(), HNn(u32::MAX));
+        assert_eq!(set.register(model("b", DlrState::READY)).unwrap(), HNn(0));
+        assert_eq!(set.last_nn_id, 1);
+    }
+
+    #[test]
+    fn unload_guard_refuses_on_its_state_half_and_on_its_ref_half() {
+        let mut set = DlrModelSet::new();
+        let h = set.register(model("a", DlrState::INIT)).unwrap();
+        let e = set.unload(h).unwrap_err();
+        assert_eq!((e.status, e.stage), (NrtStatus::Failure, Stage::Unload));
+        assert!(e.message.contains("is INIT (0), not READY (4)"), "{e}");
+        assert!(set.models.contains_key(&h), "a refused model stays registered");
+        set.models.get_mut(&h).unwrap().state = DlrState(3);
+        assert!(set.unload(h).unwrap_err().message.contains("is UNKNOWN (3), not READY (4)"));
+        assert!(set.acquire(h).unwrap_err().message.contains("not READY"), "no execution of a model that is not READY");
+        set.models.get_mut(&h).unwrap().state = DlrState::READY;
+        set.acquire(h).unwrap();
+        assert_eq!(set.models[&h].ref_count, 1);
+        let e = set.unload(h).unwrap_err();
+        assert!(e.message.contains("1 executions in flight"), "{e}");
+        assert!(set.models.contains_key(&h));
+        set.models.get_mut(&h).unwrap().ref_count = 0;
+        assert_eq!(set.unload(h).unwrap().name, "a");
+        assert!(set.models.is_empty());
+        assert_eq!(set.unload(h).unwrap_err().status, NrtStatus::InvalidHandle);
+        assert_eq!(set.acquire(h).unwrap_err().status, NrtStatus::InvalidHandle);
+    }
+
+    #[test]
+    fn dlr_state_values_are_the_seeds() {
+        assert_eq!((DlrState::INIT.value(), DlrState::READY.value()), (0, 4));
+        assert_eq!((DlrState::INIT.name(), DlrState::READY.name(), DlrState(9).name()), ("INIT", "READY", "UNKNOWN"));
     }
 }

@@ -20,8 +20,8 @@ use super::error::{LoadError, Stage};
 use super::fanout::lock_db;
 use super::graph::NeffLoadInfo;
 use super::image::CoreImage;
-use super::records::{DlrKelfModel, DlrModel, DlrState, HModel, HNn, KblModelParam, Model, NrtModel};
-use super::registry::{DlrModelSet, TdrvDb, VncUsage};
+use super::records::{DlrKelfModel, DlrModel, HModel, HNn, KblModelParam, Model, NrtModel};
+use super::registry::{DlrModelSet, TdrvDb, VncUsage, unknown};
 use super::stage::{SharedInfo, VirtualCore, kbl_model_remove, vtpb_info_shared_free};
 use crate::marks;
 use crate::neff::NrtStatus;
@@ -193,9 +193,7 @@ impl<D: Device> Runtime<D> {
 
     /// Takes one execution reference on a READY model (unload waits for none to be held).
     pub fn kmgr_model_acquire(&self, h_nn: HNn) -> Result<ExecRef<'_, D>, LoadError> {
-        let mut set = self.set_mut();
-        let m = set.models.get_mut(&h_nn).ok_or_else(|| unknown(h_nn))?;
-        m.ref_count += 1;
+        self.set_mut().acquire(h_nn)?;
         Ok(ExecRef { rt: self, h_nn })
     }
 
@@ -211,28 +209,17 @@ impl<D: Device> Runtime<D> {
     /// touch the vnc claim (that is `nrt_unload`'s), so it also cleans up a
     /// model left registered by the asymmetric edge.
     ///
-    /// Choice (the seed says "guards" and "ref-drain spin"): a model with
-    /// executions in flight is refused with `NRT_FAILURE` instead of spinning.
+    /// The guard is [`DlrModelSet::unload`]. Choice (the seed says "guards"
+    /// and "ref-drain spin"): a model with executions in flight is refused
+    /// with `NRT_FAILURE` instead of spinning.
     pub fn kmgr_unload_nn(&self, h_nn: HNn) -> Result<(), LoadError> {
-        let km = {
-            let mut set = self.set_mut();
-            let m = set.models.get(&h_nn).ok_or_else(|| unknown(h_nn))?;
-            if m.state != DlrState::Ready || m.ref_count != 0 {
-                marks::hit("load.unload.busy");
-                return Err(LoadError::new(
-                    NrtStatus::Failure,
-                    Stage::Unload,
-                    format!("model {} is {} with {} executions in flight", h_nn.0, m.state.name(), m.ref_count),
-                ));
-            }
-            set.models.remove(&h_nn).map(|m| m.kelf_model).ok_or_else(|| unknown(h_nn))?
-        };
+        let km = self.set_mut().unload(h_nn)?.kelf_model;
         marks::hit("load.unload.ok");
         self.kmgr_unstage_kelf_model(&km)
     }
 
     /// `kmgr_unstage_kelf_model`: `dlr_kelf_unstage` then `dlr_kelf_unload`; every step is tried, the first error returned.
-    fn kmgr_unstage_kelf_model(&self, km: &DlrKelfModel) -> Result<(), LoadError> {
+    pub(super) fn kmgr_unstage_kelf_model(&self, km: &DlrKelfModel) -> Result<(), LoadError> {
         let mut first = Ok(());
         for &tpb in &km.tpbs {
             first = first.and(kbl_model_remove(&self.device, &self.tdrv, tpb, km.h_model));
@@ -240,8 +227,4 @@ impl<D: Device> Runtime<D> {
         let shared = SharedInfo { shared: km.shared, io: km.io.clone() };
         first.and(vtpb_info_shared_free(&self.device, &shared))
     }
-}
-
-fn unknown(h_nn: HNn) -> LoadError {
-    LoadError::new(NrtStatus::InvalidHandle, Stage::Unload, format!("no model with H_NN {}", h_nn.0))
 }

@@ -97,7 +97,56 @@ impl Neff {
 
     /// Parses and cross-checks the manifests of an already-read container.
     pub fn from_container(c: Container) -> Result<Neff, NeffError> {
+        let Manifests { neff_json_member, neff_json, kelf_member, kelf, target, subgraphs, info } =
+            Manifests::parse(&c)?;
+        Ok(Neff {
+            header: c.header,
+            compression: c.compression,
+            stream_len: c.stream_len,
+            inflated_len: c.inflated_len,
+            members: c.members,
+            neff_json_member,
+            neff_json,
+            kelf_member,
+            kelf,
+            target,
+            subgraphs,
+            info,
+        })
+    }
+
+    /// The subgraph named `name`.
+    pub fn subgraph(&self, name: &str) -> Option<&Subgraph> {
+        self.subgraphs.iter().find(|s| s.name == name)
+    }
+}
+
+/// The manifests of a container, parsed and cross-checked, without its
+/// members: what a loader reads from a container it shares (the TNC's
+/// cached parse) instead of owning a copy. [`Neff`] is these plus the container.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Manifests {
+    /// `neff.json`, or `kelp.json` for legacy NEFFs.
+    pub neff_json_member: &'static str,
+    /// The parsed `neff.json`.
+    pub neff_json: NeffJson,
+    /// The kelf member the `__kelf` node names.
+    pub kelf_member: String,
+    /// The parsed kelf manifest.
+    pub kelf: KelfJson,
+    /// The kelf target, parsed.
+    pub target: Target,
+    /// One per kelf graph, in kelf order.
+    pub subgraphs: Vec<Subgraph>,
+    /// `info.json`, when present.
+    pub info: Option<InfoJson>,
+}
+
+impl Manifests {
+    /// Parses and cross-checks the manifests of `c` (borrowed: nothing is copied).
+    pub fn parse(c: &Container) -> Result<Manifests, NeffError> {
         let m = &c.members;
+
         let nn = c.header.name_str();
         let (neff_json_member, bytes) = match (m.get(NEFF_JSON), m.get(KELP_JSON)) {
             (Some(b), _) => (NEFF_JSON, b),
@@ -121,25 +170,7 @@ impl Neff {
         let subgraphs =
             kelf.graphs.iter().map(|g| subgraph(m, &nn, &g.name, &g.definition)).collect::<Result<Vec<_>, _>>()?;
         let info = m.get("info.json").map(|b| parse_json("info.json", b)).transpose()?;
-        Ok(Neff {
-            header: c.header,
-            compression: c.compression,
-            stream_len: c.stream_len,
-            inflated_len: c.inflated_len,
-            members: c.members,
-            neff_json_member,
-            neff_json,
-            kelf_member,
-            kelf,
-            target,
-            subgraphs,
-            info,
-        })
-    }
-
-    /// The subgraph named `name`.
-    pub fn subgraph(&self, name: &str) -> Option<&Subgraph> {
-        self.subgraphs.iter().find(|s| s.name == name)
+        Ok(Manifests { neff_json_member, neff_json, kelf_member, kelf, target, subgraphs, info })
     }
 }
 

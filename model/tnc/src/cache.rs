@@ -133,11 +133,11 @@ impl<T: Clone> TncCache<T> {
 pub enum Entry<T> {
     /// "first worker, creating cache": parse, then `complete` or `fail`.
     Creator(CreatorGuard<T>),
-    /// The cached parse result and one reference, to release after S2.
+    /// The cached parse result and one reference, to release at the S5 tail (after register).
     Reuse {
         /// The cached parse result.
         info: T,
-        /// The reference to release after S2.
+        /// The reference to release at the S5 tail (after register).
         holder: HolderGuard<T>,
         /// [`TncPath::UsingCache`] or [`TncPath::UsingCacheAfterWait`].
         path: TncPath,
@@ -213,7 +213,7 @@ impl<T> Drop for CreatorGuard<T> {
     }
 }
 
-/// One reference on the READY slot; release it after S2 (dropping releases too).
+/// One reference on the READY slot; release it at the S5 tail, after register (dropping releases too).
 #[derive(Debug)]
 #[must_use = "dropping a HolderGuard releases the reference at once"]
 pub struct HolderGuard<T> {

@@ -21,7 +21,7 @@
 //!   the slot is PENDING), cleared by `complete` or `fail`.
 //!
 //! `complete` clears the high half; the CREATOR keeps its low-half reference
-//! and releases it after its S2 like any REUSE loader. `fail` clears the high
+//! and releases it at its S5 tail (after register) like any REUSE loader. `fail` clears the high
 //! half and drops the CREATOR's reference at once (the seed: the creator
 //! "releases the slot"; its load ends with its own parse error). A waiter
 //! resumed after failure drops its reference inside `resume` and comes back
@@ -328,7 +328,7 @@ impl<T> TncState<T> {
         Ok(self.drop_ref(CREATOR_PENDING | ONE_REF))
     }
 
-    /// Drops a holder's reference (after its S2); the last one frees the slot.
+    /// Drops a holder's reference (at its S5 tail, after register); the last one frees the slot.
     pub fn release(&mut self, holder: Holder) -> Result<Release, TncError> {
         self.check("release", holder.generation, |s| matches!(s, Slot::Ready(_)))?;
         Ok(self.drop_ref(ONE_REF))

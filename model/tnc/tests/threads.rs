@@ -27,7 +27,7 @@ fn assert_uninit(cache: &TncCache<Arc<u64>>) {
     assert_eq!((s.pending_wait, s.wakeups_posted, s.cached), (0, 0, false));
 }
 
-/// One loader: enter, parse if it must, release after "S2". `Err` is the
+/// One loader: enter, parse if it must, release at the end of its load (the S5 tail). `Err` is the
 /// failed creator's own error.
 fn load(cache: &TncCache<Arc<u64>>, id: Uuid, creator_fails: bool) -> (TncPath, Result<u64, ()>) {
     match cache.enter(id) {
@@ -129,6 +129,12 @@ fn free_running_loaders_same_and_different_uuids() {
     let roles: Vec<[usize; 3]> = threads.into_iter().map(|t| t.join().unwrap()).collect();
     assert_uninit(&cache);
     assert!(roles.iter().all(|r| r.iter().sum::<usize>() == 300));
+    // An odd thread is the only loader of its NEFF and releases before it
+    // loads again: it never finds its NEFF cached (a cache that ignored the
+    // UUID would hand it another NEFF's slot).
+    for (t, r) in roles.iter().enumerate().filter(|(t, _)| t % 2 == 1) {
+        assert_eq!(r[1], 0, "thread {t} reused a parse of a NEFF nobody else loads: {r:?}");
+    }
 }
 
 #[test]
