@@ -36,6 +36,9 @@ fn the_real_neff_reaches_staging_and_reports_both_subgraphs() {
     }
     assert_eq!(out.matches("identity_82_sg0000").count(), 2, "both subgraphs' variables");
     assert!(out.contains("staged opaque, not relocated"));
+    // The load checker's verdict and the honest record counts (the real ISA is opaque: 29 records per core).
+    assert!(out.contains("check    pass: "), "{out}");
+    assert!(out.contains("records  0 relocated (var-id -> PA), 58 staged opaque (real ISA, not relocated)"), "{out}");
     let (code, _, err) = run(&["load", f, "--cores", "1"]);
     assert_eq!(code, 1);
     assert_eq!(
@@ -67,9 +70,12 @@ fn a_packed_4_core_neff_shows_one_address_per_shared_tensor_on_every_core() {
         }
     }
     assert!(checked > 0, "the program shares tensors across cores");
+    assert_eq!(v["check"]["pass"], true, "{out}");
+    assert!(v["records_relocated"].as_u64().unwrap() > 0 && v["records_opaque"] == 0);
     let (code, text, _) = run(&["load", f.to_str().unwrap()]);
     assert_eq!(code, 0);
     assert!(text.contains("shared variables by relocated address"));
+    assert!(text.contains("check    pass: "), "{text}");
     std::fs::remove_file(&f).unwrap();
 }
 

@@ -22,7 +22,7 @@ use super::checker::check_models;
 use super::device::Device;
 use super::runtime::Runtime;
 use super::tnc::CacheState;
-use crate::neff::{MemberTable, Neff, NeffError, NeffHeader, NeffWriter, NrtStatus, ReadOptions};
+use crate::neff::{Compression, MemberTable, Neff, NeffError, NeffHeader, NeffWriter, NrtStatus, ReadOptions};
 
 /// A device the fuzz driver can load onto and ask about injected faults.
 pub trait FuzzDevice: Device + Sized {
@@ -37,12 +37,24 @@ pub trait FuzzDevice: Device + Sized {
 /// every other header field (versions, uuid, features, lnc), with a correct
 /// `data_size` and hash: what a buggy compiler would emit.
 pub fn repack(bytes: &[u8], edit: impl FnOnce(&mut MemberTable, &mut NeffHeader)) -> Result<Vec<u8>, NeffError> {
+    repack_with(bytes, Compression::Gzip, edit)
+}
+
+/// [`repack`] with the payload written as `compression` (the fuzz driver
+/// writes a plain tar, which the loader reads the same way, to spend its time
+/// loading rather than deflating).
+pub fn repack_with(
+    bytes: &[u8],
+    compression: Compression,
+    edit: impl FnOnce(&mut MemberTable, &mut NeffHeader),
+) -> Result<Vec<u8>, NeffError> {
     let n = Neff::parse(bytes, &ReadOptions::default())?;
     let mut members = n.members.clone();
     let mut header = n.header.clone();
     edit(&mut members, &mut header);
     let mut w = NeffWriter::new(&header.name_str(), header.lnc_size);
     w.header = header;
+    w.compression = compression;
     w.write(&members)
 }
 
@@ -293,7 +305,7 @@ pub fn nrt_load_case<D: FuzzDevice + Send + Sync>(base: &[u8], data: &[u8]) {
     let mut u = Unstructured::new(data);
     let Ok(edits) = u.int_in_range(0..=4u8) else { return };
     let mut script = Vec::new();
-    let bytes = repack(base, |members, header| {
+    let bytes = repack_with(base, Compression::None, |members, header| {
         for _ in 0..edits {
             match apply(&mut u, members, header) {
                 Ok(e) => script.push(e),
