@@ -339,3 +339,45 @@ func main
     let v = check_modules(&c.per_core, &opts.check_config(&c.report));
     assert!(v.iter().any(|x| matches!(x, IrViolation::BelowFloor { loc, floor: 0x1000, .. } if loc == "p")), "{v:#?}");
 }
+
+/// Core 0 owns `n` shared one-page buffers `s{k}` at page k; core 1 holds a synced view of each.
+fn shared_pair(n: usize) -> Vec<Module> {
+    use lncsim_model::ir::{RemoteLocalTarget, Usage};
+    let mut m0 = Module::default();
+    m0.attrs.neuron_core_id = Some(0);
+    let mut m1 = Module::default();
+    m1.attrs.neuron_core_id = Some(1);
+    for k in 0..n {
+        let mut s = MemoryLocation::dram(format!("s{k}"), Usage::Shared, 1024);
+        s.address = Some(k as u64 * 4096);
+        s.is_shared_post_dram_alloc = true;
+        let mut v = s.clone();
+        v.name = format!("s{k}_in1");
+        v.remote_local_target = Some(RemoteLocalTarget { name: format!("s{k}"), core: 0 });
+        m0.add_loc(s);
+        m1.add_loc(v);
+    }
+    vec![m0, m1]
+}
+
+#[test]
+fn a_view_mismatch_at_99990_of_100k_views_is_the_only_violation() {
+    let mut ms = shared_pair(100_000);
+    let cfg = opts().check_config(&CompileReport::default());
+    assert_eq!(check_modules(&ms, &cfg), vec![]);
+    loc(&mut ms[1], "s99990_in1").bank = 1;
+    let v = check_modules(&ms, &cfg);
+    assert!(
+        matches!(&v[..], [IrViolation::SyncMismatch { core: 1, view, target, target_core: 0, .. }]
+            if view == "s99990_in1" && target == "s99990"),
+        "{v:#?}"
+    );
+    // A view naming a buffer core 0 does not have.
+    loc(&mut ms[1], "s99991_in1").remote_local_target.as_mut().unwrap().name = "nope".into();
+    let v = check_modules(&ms, &cfg);
+    assert!(
+        v.iter().any(|x| matches!(x, IrViolation::MissingRemote { view, target, .. }
+        if view == "s99991_in1" && target == "nope")),
+        "{v:#?}"
+    );
+}

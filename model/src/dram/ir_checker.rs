@@ -308,17 +308,20 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
     out
 }
 
-/// Index pairs `(i, j)`, `i < j`, of `owned` (core, name, lo, hi) whose ranges
-/// share a byte, sorted: a scan by first byte, O(S log S + k).
+/// Index pairs `(i, j)`, `i < j`, of `owned` (core, name, lo, hi) whose
+/// nonempty ranges share a byte, sorted: a scan by first byte, O(S log S + k).
 fn shared_overlaps(owned: &[(u32, String, u64, u64)]) -> Vec<(usize, usize)> {
     let mut by_lo: Vec<usize> = (0..owned.len()).collect();
     by_lo.sort_unstable_by_key(|&i| (owned[i].2, i));
     let mut pairs = Vec::new();
     for (k, &i) in by_lo.iter().enumerate() {
         let (lo, hi) = (owned[i].2, owned[i].3);
-        // Every later item starts at or after `lo`; it shares a byte iff it starts before `hi` and ends after `lo`.
+        if lo >= hi {
+            continue;
+        }
+        // Every later item starts at or after `lo`; a nonempty one shares a byte iff it starts before `hi`.
         for &j in by_lo[k + 1..].iter().take_while(|&&j| owned[j].2 < hi) {
-            if lo < owned[j].3 {
+            if owned[j].2 < owned[j].3 {
                 pairs.push((i.min(j), i.max(j)));
             }
         }
@@ -468,5 +471,26 @@ fn check_views(targets: &mut Targets<'_>, index: usize, out: &mut Vec<IrViolatio
             let (view, target, target_core) = (l.name.clone(), r.name.clone(), r.core);
             out.push(IrViolation::SyncMismatch { core, view, got, target, target_core, want });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shared_overlaps;
+
+    #[test]
+    fn shared_overlaps_finds_exactly_the_planted_pair_among_100k() {
+        let mut owned: Vec<(u32, String, u64, u64)> =
+            (0..100_000u64).map(|k| ((k % 8) as u32, format!("s{k}"), k * 4096, (k + 1) * 4096)).collect();
+        assert_eq!(shared_overlaps(&owned), vec![]);
+        // s99990 moved one byte down into s99989's page.
+        owned[99_990].2 -= 1;
+        assert_eq!(shared_overlaps(&owned), vec![(99_989, 99_990)]);
+        // A wide buffer covering three pages meets all three, in index order.
+        owned[5].3 = 8 * 4096;
+        assert_eq!(shared_overlaps(&owned), vec![(5, 6), (5, 7), (99_989, 99_990)]);
+        // Empty ranges meet nothing.
+        owned[7] = (0, "empty".into(), 7 * 4096, 7 * 4096);
+        assert_eq!(shared_overlaps(&owned), vec![(5, 6), (99_989, 99_990)]);
     }
 }
