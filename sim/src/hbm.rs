@@ -11,6 +11,10 @@
 //! core, two tensors placed over each other) fall into one region, so their
 //! bytes really alias. Every access is resolved once, at build time, to
 //! (region, offset); executing a record then touches a plain slice.
+//!
+//! Cost: O((v + a) log (v + a)) to build for v vars and a accesses (sorting
+//! and merging ranges), O(log r) per access located in r regions; memory is
+//! the touched bytes plus O(v + r).
 
 use lncsim_model::load::{CoreImage, Device};
 

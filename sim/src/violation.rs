@@ -1,4 +1,7 @@
 //! Everything a run can find wrong, typed, each with a one-line `Display`.
+//! Reporting is O(1) per violation (kept up to the run's limit, then only
+//! counted); duplicates are suppressed by the run's ordered seen-sets, O(log k)
+//! for k findings; a deadlock report is built once ([`crate::liveness`]).
 
 use std::fmt;
 
