@@ -33,6 +33,12 @@ use crate::ir::Module;
 use crate::link::{LinkError, LinkOptions, PostLinkReport, TensorMap, link_with};
 use crate::split::{SplitError, split};
 
+/// The most instructions one core's module may hold: a program with more on
+/// one core is refused with [`PipelineError::TooLarge`] before `split` (or
+/// any later pass) allocates anything for it, so no program drives the
+/// compile stages into the kernel's OOM killer (issue 11 item 5).
+pub const MAX_CORE_INSTRUCTIONS: u64 = 1_000_000;
+
 /// `shared_core_cap_mib` value that asks for the computed compact slab size.
 pub const COMPACT_CORE_CAP: u64 = 0;
 
@@ -177,6 +183,16 @@ pub enum PipelineError {
     /// A pass that needs per-core modules ran before `split`.
     #[error("pass {0} runs before split")]
     NotSplit(&'static str),
+    /// One core would hold more instructions than the pipeline handles.
+    #[error(
+        "core {core} has {instructions} instructions; the pipeline handles at most {MAX_CORE_INSTRUCTIONS} per core"
+    )]
+    TooLarge {
+        /// The core.
+        core: u32,
+        /// Its instructions.
+        instructions: u64,
+    },
     /// The pipeline has no `link` pass, so there is no linked module.
     #[error("the pipeline has no link pass")]
     NotLinked,
@@ -248,6 +264,7 @@ impl Pipeline {
 
     /// Runs every pass before `link` on `program`: the finished per-core modules.
     pub fn run_per_core(&self, program: &Module) -> Result<(Vec<Module>, CompileReport), PipelineError> {
+        check_size(program)?;
         let mut dram = self.opts.dram();
         let mut report = CompileReport::default();
         let mut per_core: Option<Vec<Module>> = None;
@@ -292,6 +309,23 @@ impl Pipeline {
         report.hbm = hbm_usage(&per_core);
         Ok((per_core, report))
     }
+}
+
+/// Refuses a program with more than [`MAX_CORE_INSTRUCTIONS`] on one core
+/// (an unbound instruction counts for core 0). O(N) time, O(cores) memory.
+pub fn check_size(program: &Module) -> Result<(), PipelineError> {
+    let mut per_core: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
+    for inst in program.functions.iter().flat_map(|f| &f.insts) {
+        let core = inst.core.unwrap_or(0);
+        let n = per_core.entry(core).or_default();
+        *n += 1;
+        if *n > MAX_CORE_INSTRUCTIONS {
+            let instructions =
+                program.functions.iter().flat_map(|f| &f.insts).filter(|i| i.core.unwrap_or(0) == core).count();
+            return Err(PipelineError::TooLarge { core, instructions: instructions as u64 });
+        }
+    }
+    Ok(())
 }
 
 /// Builds the pipeline for `opts` and runs it on `program`.

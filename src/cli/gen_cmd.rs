@@ -71,7 +71,8 @@ pub fn run(a: GenArgs) -> Result<ExitCode, CliError> {
     let written = out.write_all(ir::print(&p).as_bytes()).and_then(|()| out.flush());
     match written {
         Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        // `lncsim gen | head`: exit quietly with the SIGPIPE status, as every command does (README).
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(141),
         Err(e) => Err(CliError::BadInput(format!("<stdout>: {e}"))),
     }
 }

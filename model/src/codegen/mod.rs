@@ -18,6 +18,9 @@
 //! that engine's completion semaphore (semaphore `e` for engine `e`, counting
 //! the signalling instructions it has completed); cross-core dependencies
 //! stay CoreBarriers. IR semaphore `s` is semaphore `USER_SEM_BASE + s`.
+//!
+//! Cost: O(N log N + C·L) for N instructions, C core functions and L
+//! locations of the linked module (each core's var table is indexed by location).
 
 pub mod record;
 
@@ -172,12 +175,15 @@ pub fn codegen(m: &Module) -> Result<Vec<CoreCode>, CodegenError> {
     cores.into_iter().map(|(c, f)| CoreGen::new(m, f, c)?.run()).collect()
 }
 
+/// `var_of`'s mark for a location without a var.
+const NO_VAR: u32 = u32::MAX;
+
 struct CoreGen<'a> {
     m: &'a Module,
     f: &'a Function,
     code: CoreCode,
-    /// Location -> var_id.
-    var_of: BTreeMap<MemLocId, u32>,
+    /// Location (by index) -> var_id, [`NO_VAR`] for a location this core does not use.
+    var_of: Vec<u32>,
     /// Queue -> index in `code.queues`.
     queue_of: BTreeMap<QueueId, u32>,
 }
@@ -199,7 +205,8 @@ impl<'a> CoreGen<'a> {
             semaphores: u32::from(ENGINE_SEMS),
             barrier_groups: BTreeMap::new(),
         };
-        let mut g = CoreGen { m, f, code, var_of: BTreeMap::new(), queue_of: BTreeMap::new() };
+        let var_of = vec![NO_VAR; m.memlocs.len()];
+        let mut g = CoreGen { m, f, code, var_of, queue_of: BTreeMap::new() };
         g.vars()?;
         g.queues();
         Ok(g)
@@ -245,9 +252,16 @@ impl<'a> CoreGen<'a> {
                 Usage::Shared => VarKind::Virtual { backing: shared.unwrap_or(0), offset: l.address.unwrap_or(0) },
             };
             let v = self.push_var(l.name.clone(), kind, l.byte_size());
-            self.var_of.insert(id, v);
+            if let Some(slot) = self.var_of.get_mut(id.index()) {
+                *slot = v;
+            }
         }
         Ok(())
+    }
+
+    /// The var of a location the function uses (every one has one after `vars`; 0 otherwise).
+    fn var(&self, loc: MemLocId) -> u32 {
+        self.var_of.get(loc.index()).copied().filter(|&v| v != NO_VAR).unwrap_or(0)
     }
 
     fn push_var(&mut self, name: String, kind: VarKind, size: u64) -> u32 {
@@ -360,7 +374,7 @@ impl<'a> CoreGen<'a> {
 
     fn operand(&self, inst: &Inst, ap: &AccessPattern) -> Result<Operand, CodegenError> {
         let size = u64::from(self.m.loc(ap.loc).dtype.size());
-        let var = self.var_of.get(&ap.loc).copied().unwrap_or(0);
+        let var = self.var(ap.loc);
         Ok(Operand::var(
             var,
             fit(ap.offset.saturating_mul(size), inst, "operand offset")?,
@@ -377,8 +391,8 @@ impl<'a> CoreGen<'a> {
                 let q = self.dma_queue(inst);
                 let desc = DmaDescriptor {
                     queue: q,
-                    src: VarRef { var: self.var_of[&src.loc], offset: src.offset * size },
-                    dst: VarRef { var: self.var_of[&dst.loc], offset: dst.offset * size },
+                    src: VarRef { var: self.var(src.loc), offset: src.offset * size },
+                    dst: VarRef { var: self.var(dst.loc), offset: dst.offset * size },
                     size: src.len * size,
                 };
                 let dma = &mut self.code.engines[inst.engine.index()].dma;
