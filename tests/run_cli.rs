@@ -20,7 +20,7 @@ fn run_prints_the_seed_first_and_a_passing_report() {
     let s = stdout(&o);
     assert!(s.starts_with("seed 0\n"), "{s}");
     assert!(s.contains("pass  [5] simulated outputs equal the interpreter's"), "{s}");
-    assert!(s.contains("result   PASS (10 checks)"), "{s}");
+    assert!(s.contains("result   PASS (11 checks)"), "{s}");
     // The replay command comes second, before any work; each stage and check carries its time.
     assert_eq!(s.lines().nth(1), Some("replay:  lncsim run --seed 0 --cores 4 --size small"), "{s}");
     assert!(s.lines().filter(|l| l.starts_with("  ok") || l.starts_with("  pass")).all(|l| l.ends_with(" ms)")), "{s}");
@@ -61,7 +61,7 @@ fn json_stages_carry_millis_unless_no_times() {
     let v: serde_json::Value = serde_json::from_slice(&lncsim(&["run", "--json"]).stdout).unwrap();
     assert!(v["stages"].as_array().unwrap().iter().all(|s| s["millis"].as_f64().is_some()), "{v}");
     assert!(v["checks"].as_array().unwrap().iter().all(|s| s["millis"].as_f64().is_some()), "{v}");
-    assert_eq!(v["result"], "PASS (10 checks)");
+    assert_eq!(v["result"], "PASS (11 checks)");
     let a = lncsim(&["run", "--json", "--no-times"]).stdout;
     let v: serde_json::Value = serde_json::from_slice(&a).unwrap();
     assert!(v["stages"].as_array().unwrap().iter().all(|s| s.get("millis").is_none()), "{v}");
@@ -104,9 +104,9 @@ fn the_result_line_counts_the_failed_checks() {
     let s = stdout(&o);
     let line = s.lines().find(|l| l.starts_with("result   ")).unwrap();
     let failed = s.lines().filter(|l| l.starts_with("  FAIL  [")).count();
-    assert_eq!(line, format!("result   FAIL ({failed} of 10 checks failed)"), "{s}");
+    assert_eq!(line, format!("result   FAIL ({failed} of 11 checks failed)"), "{s}");
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains(&format!("FAIL ({failed} of 10 checks failed)")), "{err}");
+    assert!(err.contains(&format!("FAIL ({failed} of 11 checks failed)")), "{err}");
 }
 
 /// `neff pack --level`: level 0 stores, level 9 is smallest; each loads and runs.
@@ -244,6 +244,25 @@ fn a_bug_that_cannot_be_planted_is_not_applicable_exit_3_without_a_replay() {
     assert_eq!(stdout(&o).matches("replay:").count(), 1, "{}", stdout(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.starts_with("lncsim: error: plant: cannot plant here") && err.contains("nothing was checked"), "{err}");
+    assert!(
+        err.starts_with("lncsim: error: plant: cannot plant here")
+            && err.contains("not applicable, not a failed check"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_real_compiler_neff_is_loaded_checked_and_reported_not_executable_exit_3() {
+    let Some(dir) = common::shared_dir("real-neff/matmul_small.neff") else { return };
+    let neff = dir.join("real-neff/matmul_small.neff");
+    let o = lncsim(&["run", neff.to_str().unwrap(), "--no-times"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
+    let s = stdout(&o);
+    assert!(s.contains("pass  [6] load layout: staged bytes inside their allocations"), "{s}");
+    assert!(s.contains("FAIL  execute          not executable: opaque instruction set"), "{s}");
+    assert!(s.contains("result   NOT APPLICABLE (2 of 2 checks passed; see the failed stage)"), "{s}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("not applicable, not a failed check"), "{err}");
 }

@@ -185,7 +185,10 @@ pub fn run(a: RunArgs) -> Result<ExitCode, CliError> {
         if a.json {
             println!("{json}");
         }
-        return Err(CliError::NotApplicable(format!("{}; nothing was checked", report.failures().join("; "))));
+        return Err(CliError::NotApplicable(format!(
+            "{}; not applicable, not a failed check",
+            report.failures().join("; ")
+        )));
     }
     if a.shrink {
         if !a.json {

@@ -24,9 +24,10 @@ use lncsim_model::codegen::{CoreCode, VarKind, codegen};
 use lncsim_model::dram::check_modules;
 use lncsim_model::ir::Module;
 use lncsim_model::link::{check_link, link};
-use lncsim_model::load::{CoreImage, Runtime};
+use lncsim_model::load::checker as load_checker;
+use lncsim_model::load::{CoreImage, Isa, Runtime};
 use lncsim_model::neff::pack::pack_code;
-use lncsim_model::neff::{NeffHeader, PackOptions};
+use lncsim_model::neff::{Neff, NeffHeader, PackOptions, ReadOptions};
 use lncsim_model::pipeline::{PipelineOptions, build_pipeline};
 use lncsim_model::program::interleave::run_interleaved;
 use lncsim_model::program::interp::MAX_ELEMENTS;
@@ -195,6 +196,9 @@ pub fn size_name(s: SizeClass) -> &'static str {
     }
 }
 
+/// The start of the execute stage's error when a NEFF holds the real ISA.
+pub const NOT_EXECUTABLE: &str = "not executable: opaque instruction set";
+
 /// Runs the whole flow for `cfg` and checks every invariant.
 pub fn run(cfg: &RunConfig) -> RunReport {
     run_observed(cfg, &mut |_| {})
@@ -359,6 +363,20 @@ fn execute_neff(cfg: &RunConfig, bytes: &[u8], golden: Option<&Values>, inputs: 
         "load",
         Ok(format!("READY: H_NN {}, {} cores staged, {} B of HBM allocated", model.h_nn.0, images.len(), r.hbm_bytes)),
     );
+    // The load checker (it shares no code with the loader) judges the READY layout.
+    let layout = match (rt.models(model.h_nn), Neff::parse(bytes, &ReadOptions::default())) {
+        (Ok(models), Ok(neff)) => load_checker::check_models(rt.device(), &neff, &models),
+        (Err(e), _) => vec![format!("the loaded model's records: {e}")],
+        (_, Err(e)) => vec![format!("the NEFF reader refuses the file the loader loaded: {e}")],
+    };
+    r.check("load layout: staged bytes inside their allocations, tables, IO sizes, no overlap", &[6], list(&layout));
+    if images.iter().any(|i| i.isa == Isa::Opaque) {
+        // Nothing here can run the real Neuron ISA: the outcome is its own, not a failed check.
+        r.stage("execute", Err(format!("{NOT_EXECUTABLE} (the real Neuron ISA is staged, not simulated)")));
+        let unloaded = unload_verdict(&rt, rt.nrt_unload(&model));
+        r.check("unload leaves the device empty and nothing registered", &[6], unloaded);
+        return;
+    }
     let inputs = match inputs.map_or_else(|| neff_inputs(&images, cfg.seed), Ok) {
         Ok(i) => i,
         Err(e) => return r.stage("execute", Err(e)),

@@ -257,6 +257,12 @@ impl RunReport {
         if self.passed() {
             return format!("PASS ({n} checks{unexercised})");
         }
+        if self.not_applicable() {
+            return format!(
+                "NOT APPLICABLE ({} of {n} checks passed{unexercised}; see the failed stage)",
+                n - failed - none
+            );
+        }
         let stages: Vec<&str> = self.stages.iter().filter(|s| s.outcome.is_err()).map(|s| s.name).collect();
         match stages.as_slice() {
             [] => format!("FAIL ({failed} of {n} checks failed{unexercised})"),
@@ -351,10 +357,13 @@ impl RunReport {
         Ok(())
     }
 
-    /// True when the only failure is a planted bug with no place to go: nothing was checked with it in.
+    /// True when the only failure says nothing was checked: a planted bug with no place to go, or a
+    /// NEFF in the real (opaque) instruction set, which the simulator cannot execute.
     pub fn not_applicable(&self) -> bool {
         let f = self.failures();
-        f.len() == 1 && f[0].starts_with("plant: cannot plant here")
+        f.len() == 1
+            && (f[0].starts_with("plant: cannot plant here")
+                || f[0].starts_with(&format!("execute: {}", super::NOT_EXECUTABLE)))
     }
 
     /// The replay command, or why there is none.
