@@ -50,7 +50,7 @@ use std::path::PathBuf;
 use crate::ir::{FuncId, MemLocId, Module, ModuleAttrs, VerifyErrors};
 use crate::marks;
 
-pub use checker::{LinkViolation, check_link};
+pub use checker::{LinkViolation, check_link, check_linked};
 pub use link_dir::LinkDirError;
 pub use report::PostLinkReport;
 pub use tensor_map::{TensorMap, TensorMapEntry};

@@ -23,13 +23,13 @@ pub mod swarm;
 use lncsim_model::codegen::{CoreCode, VarKind, codegen};
 use lncsim_model::dram::check_modules;
 use lncsim_model::ir::Module;
-use lncsim_model::link::{check_link, link};
+use lncsim_model::link::{LinkOptions, check_linked, link_with};
 use lncsim_model::load::checker as load_checker;
 use lncsim_model::load::{CoreImage, Isa, Runtime};
 use lncsim_model::neff::pack::pack_code;
 use lncsim_model::neff::{Neff, NeffHeader, PackOptions, ReadOptions};
 use lncsim_model::pipeline::{PipelineOptions, build_pipeline};
-use lncsim_model::program::interleave::run_interleaved;
+use lncsim_model::program::interleave::{run_interleaved, run_linked_interleaved};
 use lncsim_model::program::interp::MAX_ELEMENTS;
 use lncsim_model::program::{GenConfig, SizeClass, Values, generate, interpret, seeded_input, seeded_inputs_checked};
 use lncsim_tnc::TncBug;
@@ -267,18 +267,29 @@ fn run_program(cfg: &RunConfig, program: &Module, r: &mut Rec<'_>) {
             Err(e) => Err(e.to_string()),
         },
     );
-    let mut linked = match link(&per_core) {
-        Ok(m) => m,
+    let mut linked = match link_with(&per_core, &LinkOptions::default()) {
+        Ok(l) => l,
         Err(e) => return r.stage("link", Err(e.to_string())),
     };
-    r.stage("link", Ok(format!("{} ({} functions)", linked.name, linked.functions.len())));
-    if cfg.plant == Some(PlantedBug::DuplicateBarrierId) && !plant(r, plant::duplicate_barrier_id(&mut linked)) {
+    r.stage("link", Ok(format!("{} ({} functions)", linked.module.name, linked.module.functions.len())));
+    if cfg.plant == Some(PlantedBug::DuplicateBarrierId) && !plant(r, plant::duplicate_barrier_id(&mut linked.module)) {
         return;
     }
     r.check(
         "link checker: barrier ids unique and dense, shared tensors unified",
         &[1, 2],
-        list(&check_link(&per_core, &linked)),
+        list(&check_linked(&per_core, &linked)),
+    );
+    let linked = linked.module;
+    // The linked module run engine by engine in a seeded order that respects
+    // only its dependency edges and barriers: a lost or mis-mapped edge shows.
+    r.check(
+        "linked module in a seeded dependency-respecting order gives the interpreter's outputs",
+        &[2, 5],
+        match run_linked_interleaved(&linked, &inputs, cfg.seed) {
+            Ok(out) => compare(&golden, &out),
+            Err(e) => Err(e.to_string()),
+        },
     );
     let mut codes = match codegen(&linked) {
         Ok(c) => c,
