@@ -75,16 +75,6 @@ fn kind_name(kind: &ComputeKind) -> &'static str {
     }
 }
 
-fn engine_name(e: Engine) -> &'static str {
-    match e {
-        Engine::Pe => "pe",
-        Engine::Act => "act",
-        Engine::Dve => "dve",
-        Engine::Pool => "pool",
-        Engine::Sp => "sp",
-    }
-}
-
 /// Every error and warning of `m`, errors first, each group in source order.
 pub fn device_check(m: &Module, map: Option<&SourceMap>) -> Vec<DeviceFinding> {
     let mut out = Vec::new();
@@ -97,7 +87,7 @@ pub fn device_check(m: &Module, map: Option<&SourceMap>) -> Vec<DeviceFinding> {
     }
     for (i, l) in m.memlocs.iter().enumerate() {
         if l.mem_type != MemType::Dram {
-            let what = if l.mem_type == MemType::Sbuf { "sbuf" } else { "psum" };
+            let what = super::mem_word(l.mem_type);
             out.push(err(
                 map.and_then(|s| s.locs.get(i).copied()),
                 format!("location `{}` is in {what}: the device models DRAM (HBM) only", l.name),
@@ -109,13 +99,13 @@ pub fn device_check(m: &Module, map: Option<&SourceMap>) -> Vec<DeviceFinding> {
             if let Op::Compute { kind, .. } = &inst.op
                 && !engines_for(kind).contains(&inst.engine)
             {
-                let can: Vec<&str> = engines_for(kind).iter().map(|e| engine_name(*e)).collect();
+                let can: Vec<&str> = engines_for(kind).iter().map(|e| super::engine_word(*e)).collect();
                 out.push(err(
                     map.and_then(|s| s.insts.get(fi)).and_then(|v| v.get(ii).copied()),
                     format!(
                         "instruction `{}`: {} cannot run `{}` (it runs on {})",
                         inst.name,
-                        engine_name(inst.engine),
+                        super::engine_word(inst.engine),
                         kind_name(kind),
                         can.join(", ")
                     ),
@@ -216,9 +206,9 @@ fn hazards(m: &Module, fi: usize, map: Option<&SourceMap>) -> Vec<DeviceFinding>
                     msg: format!(
                         "instruction `{}` ({}) {kind} `{}` ({}) {} `{loc}`, and nothing orders them (add `after {}`)",
                         inst.name,
-                        engine_name(inst.engine),
+                        super::engine_word(inst.engine),
                         a.name,
-                        engine_name(a.engine),
+                        super::engine_word(a.engine),
                         if prev.write { "wrote in" } else { "read from" },
                         a.name
                     ),

@@ -13,5 +13,5 @@ mod verify;
 
 pub use module::*;
 pub use parse::{ParseError, SourceMap, parse, parse_with_map};
-pub use print::{is_bare_name, name as quote_name, print};
+pub use print::{engine_word, is_bare_name, mem_word, name as quote_name, print, usage_word};
 pub use verify::{VerifyError, VerifyErrors};

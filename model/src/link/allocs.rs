@@ -84,18 +84,6 @@ pub struct AllocPlan {
     pub ext_unified: usize,
 }
 
-/// The text format's word for a usage class (the collision message names it).
-fn usage_word(u: Usage) -> &'static str {
-    match u {
-        Usage::Input => "input",
-        Usage::Output => "output",
-        Usage::Weight => "weight",
-        Usage::Internal => "internal",
-        Usage::Spill => "spill",
-        Usage::Shared => "shared",
-    }
-}
-
 /// Placeholder for "not mapped yet"; every slot is filled before the plan returns.
 const UNMAPPED: MemLocId = MemLocId(u32::MAX);
 
@@ -242,7 +230,7 @@ impl<'a> Planner<'a> {
         } else {
             marks::hit("link.name_collision");
             let sg = &self.info.defs[d].sg_dir;
-            let kind = usage_word(loc.usage);
+            let kind = crate::ir::usage_word(loc.usage);
             self.plan.messages.push(format!("Name collision for {kind} {name} in subgraph {sg}: renamed to {new}"));
         }
         self.push(loc, new)
