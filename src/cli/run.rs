@@ -19,7 +19,7 @@ use lncsim_sim::flow::{DEFAULT_EVENTS_MAX, LoadFault, PlantedBug, Progress, RunC
 
 use super::files::{check_output, write_with};
 use super::gen_cmd::{DEFAULT_OPS_ELEMS, Size, gen_config};
-use super::{CliError, parse_u64, read_bytes, shown, utf8_text};
+use super::{CliError, parse_u64, shown, utf8_text};
 
 /// Arguments of `lncsim run`.
 #[derive(Debug, Args)]
@@ -104,10 +104,17 @@ fn config(a: &RunArgs) -> Result<RunConfig, CliError> {
         cfg.source = Source::Generated(gen_config(a.seed, a.cores, a.size, a.ops, a.elems)?, None);
     }
     if let Some(path) = &a.file {
-        let bytes = read_bytes(path)?;
+        // A NEFF is compressed: its file is below its 4 GiB unpacked limit; text has its own limit.
+        let bytes = super::read_bytes_limited(path, 4 << 30)?;
         let name = shown(path);
         cfg.source = match NeffHeader::parse(&bytes) {
             Ok(_) => Source::Neff { bytes, path: name },
+            Err(_) if bytes.len() as u64 > super::MAX_TEXT_BYTES => {
+                return Err(CliError::BadInput(format!(
+                    "{name}: larger than {} MiB, the most lncsim reads as text, and not a NEFF",
+                    super::MAX_TEXT_BYTES >> 20
+                )));
+            }
             Err(neff) => {
                 let text = utf8_text(path, bytes)
                     .map_err(|e| CliError::BadInput(format!("{e}; not a NEFF either ({neff})")))?;
