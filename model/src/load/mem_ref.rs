@@ -115,23 +115,6 @@ pub fn var_id_limit(n: usize) -> u32 {
     slack.max(n.saturating_mul(2).saturating_add(4096))
 }
 
-#[cfg(test)]
-mod limit_tests {
-    use super::*;
-
-    #[test]
-    fn var_ids_are_bounded_linearly_in_the_table() {
-        assert_eq!(var_id_limit(0), 4096);
-        assert_eq!(var_id_limit(10), 4736);
-        assert_eq!(var_id_limit(100_000), MAX_VAR_ID);
-        // Past half a million vars the dense bound takes over: 1.4M vars take ids below 2.8M + 4096.
-        assert_eq!(var_id_limit(1_400_004), 2 * 1_400_004 + 4096);
-        assert!(var_id_limit(1_400_004) > 1_400_004);
-        // A hostile count cannot overflow.
-        assert_eq!(var_id_limit(usize::MAX), u32::MAX);
-    }
-}
-
 /// An `NRT_INVALID` naming the subgraph (its def.json), the var and the field.
 pub(super) fn field(sg: &Subgraph, var: &str, field: &str, msg: impl std::fmt::Display) -> LoadError {
     bad(sg, format!("var {var:?} field {field}: {msg}"))
@@ -311,4 +294,21 @@ pub(super) fn barrier_groups(sg: &Subgraph) -> Result<BTreeMap<u32, Vec<u32>>, L
             Ok((g, p?))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::*;
+
+    #[test]
+    fn var_ids_are_bounded_linearly_in_the_table() {
+        assert_eq!(var_id_limit(0), 4096);
+        assert_eq!(var_id_limit(10), 4736);
+        assert_eq!(var_id_limit(100_000), MAX_VAR_ID);
+        // Past half a million vars the dense bound takes over: 1.4M vars take ids below 2.8M + 4096.
+        assert_eq!(var_id_limit(1_400_004), 2 * 1_400_004 + 4096);
+        assert!(var_id_limit(1_400_004) > 1_400_004);
+        // A hostile count cannot overflow.
+        assert_eq!(var_id_limit(usize::MAX), u32::MAX);
+    }
 }
