@@ -1,4 +1,6 @@
-//! Everything a run can find wrong, typed, each with a one-line `Display`.
+//! Everything a run can find wrong, typed, each with a one-line `Display`
+//! (a deadlock's is its wait-for graph: a header, then one line per waiter,
+//! root causes first, at most [`DEADLOCK_LINES`] and a count).
 //! Reporting is O(1) per violation (kept up to the run's limit, then only
 //! counted); duplicates are suppressed by the run's ordered seen-sets, O(log k)
 //! for k findings; a deadlock report is built once ([`crate::liveness`]).
