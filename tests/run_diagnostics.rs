@@ -135,5 +135,13 @@ fn every_violation_is_an_instant_event_on_its_track_in_the_trace() {
         .filter_map(|e| e["name"].as_str())
         .collect();
     assert!(waits.iter().all(|w| !w.contains("sem 5")), "{waits:?}");
+    // A finding of the whole run (the event budget) is a global instant.
+    let o = lncsim(&d, &["run", "--no-times", "sem.bir", "--events-max", "1", "--trace", "b.json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(d.join("b.json")).unwrap()).unwrap();
+    let budget: Vec<&serde_json::Value> =
+        v["traceEvents"].as_array().unwrap().iter().filter(|e| e["name"] == "event-budget").collect();
+    assert_eq!(budget.len(), 1, "{}", stdout(&o));
+    assert_eq!((&budget[0]["ph"], &budget[0]["s"], &budget[0]["cat"]), (&"i".into(), &"g".into(), &"violation".into()));
     std::fs::remove_dir_all(&d).unwrap();
 }

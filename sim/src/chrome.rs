@@ -54,17 +54,25 @@ impl Trace {
         for (i, viol) in violations.iter().enumerate() {
             let ts = us(at_ns.get(i).copied().unwrap_or(end));
             for (core, engine, text) in viol.marks() {
-                let Some(ix) = self.cores.iter().position(|c| c.core == core) else { continue };
+                // A finding of the whole run (no core) is a global instant, drawn on every track.
+                let ix = match core {
+                    Some(core) => match self.cores.iter().position(|c| c.core == core) {
+                        Some(ix) => Some(ix),
+                        None => continue,
+                    },
+                    None => None,
+                };
                 let mut e = json!({
-                    "ph": "i", "name": viol.kind(), "cat": "violation", "pid": pid(ix as u32), "ts": ts,
+                    "ph": "i", "name": viol.kind(), "cat": "violation", "pid": pid(ix.unwrap_or(0) as u32), "ts": ts,
                     "args": {"violation": text},
                 });
-                match engine {
-                    Some(en) => {
+                match (ix, engine) {
+                    (Some(_), Some(en)) => {
                         e["s"] = "t".into();
                         e["tid"] = tid(en).into();
                     }
-                    None => e["s"] = "p".into(),
+                    (Some(_), None) => e["s"] = "p".into(),
+                    (None, _) => e["s"] = "g".into(),
                 }
                 v.push(e);
             }

@@ -426,8 +426,9 @@ impl Violation {
     /// (core, engine) track it happened on (the later access of a race) with
     /// its one-line text, each waiter of a deadlock on its own track with its
     /// own line, a shared tensor placed apart on its core (no engine). O(sites).
-    pub fn marks(&self) -> Vec<(u32, Option<Engine>, String)> {
-        let at = |s: &Site| vec![(s.core, Some(s.engine), self.to_string())];
+    /// A core of `None` is the whole run (an exceeded event budget).
+    pub fn marks(&self) -> Vec<(Option<u32>, Option<Engine>, String)> {
+        let at = |s: &Site| vec![(Some(s.core), Some(s.engine), self.to_string())];
         match self {
             Violation::Race { second, .. } => at(second),
             Violation::Clobber { reader, .. } => at(reader),
@@ -438,10 +439,10 @@ impl Violation {
             | Violation::BarrierMismatch { site, .. }
             | Violation::Illegal { site, .. } => at(site),
             Violation::Deadlock { waiters } => {
-                waiters.iter().map(|w| (w.site.core, Some(w.site.engine), format!("deadlock: {w}"))).collect()
+                waiters.iter().map(|w| (Some(w.site.core), Some(w.site.engine), format!("deadlock: {w}"))).collect()
             }
-            Violation::Unequal { other, .. } => vec![(other.0, None, self.to_string())],
-            Violation::EventBudget { .. } => Vec::new(),
+            Violation::Unequal { other, .. } => vec![(Some(other.0), None, self.to_string())],
+            Violation::EventBudget { .. } => vec![(None, None, self.to_string())],
         }
     }
 
@@ -502,5 +503,98 @@ impl fmt::Display for Violation {
                 write!(f, "event budget exceeded: more than {events_max} events (stopped at {time} ns)")
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(core: u32, pc: u32) -> Site {
+        Site { core, engine: Engine::Sp, pc, debug_id: pc, opcode: None, var: None, inst: None, origin: None }
+    }
+
+    fn waiter(core: u32, root: bool) -> Waiter {
+        let could_signal = if root {
+            Vec::new()
+        } else {
+            vec![Signaller { site: site(0, 9), doing: Doing::Halted, signals_left: None }]
+        };
+        Waiter {
+            site: site(core, 0),
+            waits_for: WaitFor::Semaphore { sem: USER_SEM_BASE + 3, value: 2, count: 1 },
+            could_signal,
+        }
+    }
+
+    #[test]
+    fn semaphores_are_named_by_the_programs_numbers_and_engine_signals_by_engine() {
+        assert_eq!(sem_name(USER_SEM_BASE), "semaphore 0");
+        assert_eq!(sem_name(USER_SEM_BASE + 7), "semaphore 7");
+        assert_eq!(sem_name(Engine::Act.index() as u8), "act's dependency signal");
+        assert_eq!(
+            Illegal::Semaphore(u32::from(USER_SEM_BASE) + 2).to_string(),
+            "semaphore 2 does not exist on the core"
+        );
+        assert_eq!(Illegal::Semaphore(300).to_string(), "record semaphore 300 does not exist on the core");
+    }
+
+    #[test]
+    fn a_deadlock_lists_root_causes_first_one_per_line_and_counts_past_the_bound() {
+        // Non-roots first in the input: the output must reorder them.
+        let mut waiters: Vec<Waiter> = (0..DEADLOCK_LINES as u32 + 3).map(|c| waiter(c, false)).collect();
+        waiters.push(waiter(99, true));
+        let text = Violation::Deadlock { waiters: waiters.clone() }.to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 1 + DEADLOCK_LINES + 1, "{text}");
+        assert_eq!(
+            lines[0],
+            format!(
+                "deadlock: {} engine(s) wait, 1 with nobody left to signal them (root causes first)",
+                waiters.len()
+            )
+        );
+        assert!(
+            lines[1].starts_with("        core 99 Sp #0") && lines[1].ends_with("nobody left could signal it"),
+            "{text}"
+        );
+        assert!(lines[1].contains("waits for semaphore 3 >= 2 (is 1)"), "{text}");
+        assert!(lines[2].contains("could signal: core 0 Sp #9 (debug 9), halted on an illegal record"), "{text}");
+        assert_eq!(lines[DEADLOCK_LINES + 1], "        ... and 4 more");
+        // Each waiter's mark on the trace is its own line, on its own track.
+        let v = Violation::Deadlock { waiters };
+        let marks = v.marks();
+        assert_eq!(marks.len(), DEADLOCK_LINES + 4);
+        assert!(marks.iter().all(|(c, e, t)| c.is_some() && *e == Some(Engine::Sp) && !t.contains('\n')));
+    }
+
+    #[test]
+    fn a_named_site_shows_name_line_core_engine_and_a_named_site_is_kept_when_signallers_are_many() {
+        let mut s = site(1, 4);
+        s.inst = Some("cons0".into());
+        s.origin = Some(Origin::Line { file: "b.bir".into(), line: 12 });
+        s.var = Some("t".into());
+        assert_eq!(s.to_string(), "`cons0` at b.bir:12 (core 1 sp #4, var `t`)");
+        s.origin = Some(Origin::Inserted);
+        assert_eq!(s.to_string(), "`cons0` (inserted by split/link; core 1 sp #4, var `t`)");
+        let mut w = waiter(0, false);
+        w.could_signal =
+            (0..5).map(|pc| Signaller { site: site(0, pc), doing: Doing::Halted, signals_left: Some(1) }).collect();
+        let t = w.to_string();
+        assert!(t.ends_with(" / ... and 2 more"), "{t}");
+        assert_eq!(t.matches("halted on an illegal record; 1 signal(s) left").count(), 3, "{t}");
+    }
+
+    #[test]
+    fn every_kind_has_a_place_on_the_trace() {
+        let budget = Violation::EventBudget { events_max: 5, time: 10 };
+        assert_eq!(budget.marks(), vec![(None, None, budget.to_string())]);
+        let unequal = Violation::Unequal { name: "t".into(), first: (0, 0, 4), other: (1, 64, 4) };
+        assert_eq!(unequal.marks()[0].0, Some(1));
+        assert_eq!(unequal.marks()[0].1, None);
+        let race = Violation::Race { kind: RaceKind::WriteRead, addr: 0, first: site(0, 1), second: site(1, 2) };
+        assert_eq!(race.marks()[0].0, Some(1), "the later access's track");
+        let mut race = race;
+        assert_eq!(race.sites_mut().len(), 2);
     }
 }
