@@ -3,8 +3,9 @@
 //! module (the program's own name, which split and link keep), and, when the
 //! program came from a file, the FILE:LINE it was written at.
 //!
-//! Cost: O(n log n) to build for n instructions (one ordered table per core
-//! and one ordered name table), O(log n) per named site.
+//! Cost: O(n log n) for n instructions to collect the source lines (one
+//! ordered table), and, only when a run has findings, O(n) to build one name
+//! table per core; then O(log n) per named site.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -55,34 +56,40 @@ impl SourceLines {
     }
 }
 
-/// Names sites of a run of one linked module.
-#[derive(Clone, Debug, Default)]
+/// Names sites of a run of one linked module. Building it costs nothing;
+/// the per-core name tables are built only when there is something to name.
+#[derive(Clone, Copy, Debug)]
 pub struct Names<'a> {
-    /// Per NeuronCoreId: instruction names by debug id (position in the core function's order).
-    per_core: BTreeMap<u32, Vec<String>>,
+    linked: &'a Module,
     lines: Option<&'a SourceLines>,
 }
 
+/// Per NeuronCoreId: instruction names by debug id (position in the core function's order).
+struct Table<'a>(BTreeMap<u32, Vec<&'a str>>);
+
 impl<'a> Names<'a> {
-    /// The names of `linked`'s core functions (the function codegen picks for
-    /// each core: its own NeuronCoreId, else the module's), with `lines` when
-    /// the program came from files.
-    pub fn new(linked: &Module, lines: Option<&'a SourceLines>) -> Self {
+    /// The names of `linked`'s core functions, with `lines` when the program came from files.
+    pub fn new(linked: &'a Module, lines: Option<&'a SourceLines>) -> Self {
+        Names { linked, lines }
+    }
+
+    /// The function codegen picks for each core (its own NeuronCoreId, else the module's). O(n).
+    fn table(&self) -> Table<'a> {
         let mut per_core = BTreeMap::new();
-        for f in &linked.functions {
-            if let Some(core) = f.attrs.neuron_core_id.or(linked.attrs.neuron_core_id) {
-                per_core.insert(core, f.order().map(|id| f.insts[id.index()].name.clone()).collect());
+        for f in &self.linked.functions {
+            if let Some(core) = f.attrs.neuron_core_id.or(self.linked.attrs.neuron_core_id) {
+                per_core.insert(core, f.order().map(|id| f.insts[id.index()].name.as_str()).collect());
             }
         }
-        Names { per_core, lines }
+        Table(per_core)
     }
 
     /// Fills `site.inst` and `site.origin` when the core's function has its debug id.
-    pub fn name(&self, site: &mut Site) {
-        let Some(name) = self.per_core.get(&site.core).and_then(|v| v.get(site.debug_id as usize)) else { return };
-        site.inst = Some(name.clone());
+    fn name_with(&self, t: &Table<'_>, site: &mut Site) {
+        let Some(name) = t.0.get(&site.core).and_then(|v| v.get(site.debug_id as usize)) else { return };
+        site.inst = Some((*name).to_owned());
         site.origin = self.lines.and_then(|l| {
-            let key = (site.core, name.clone());
+            let key = (site.core, (*name).to_owned());
             match l.lines.get(&key) {
                 Some((file, line)) => Some(Origin::Line { file: file.clone(), line: *line }),
                 None if l.ambiguous.contains(&key) => None,
@@ -91,11 +98,20 @@ impl<'a> Names<'a> {
         });
     }
 
-    /// Names every site of every violation of `report`.
+    /// Names one site (builds the tables: for many sites use [`Names::name_report`]).
+    pub fn name(&self, site: &mut Site) {
+        self.name_with(&self.table(), site);
+    }
+
+    /// Names every site of every violation of `report` (nothing to do, nothing built).
     pub fn name_report(&self, report: &mut SimReport) {
+        if report.violations.is_empty() {
+            return;
+        }
+        let t = self.table();
         for v in &mut report.violations {
             for s in v.sites_mut() {
-                self.name(s);
+                self.name_with(&t, s);
             }
         }
     }
