@@ -67,6 +67,11 @@ fn a_deadlock_is_a_wait_for_graph_root_cause_first_in_the_programs_terms() {
     // Then who waits on it: an instruction the flow inserted, waiting for DVE's dependency signal.
     assert!(lines[2].starts_with("        `cb_return_call_def_0_instance_0` (inserted by split/link; core 0 sp #0, Barrier) waits for dve's dependency signal >= 1 (is 0); could signal: `w0` at sem.bir:7"), "{}", lines[2]);
     assert!(!s.contains("sem 5") && !s.contains(" | "), "{s}");
+    // The output nobody could finish names its writer.
+    assert!(
+        s.contains("FAIL  [5] simulated outputs equal the interpreter's: output `out` differs first at element 0; written by `a0` at sem.bir:8 (core 0 dve)"),
+        "{s}"
+    );
     // The signature a swarm groups by is still `deadlock`.
     let o = lncsim(&d, &["run", "--no-times", "sem.bir", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();

@@ -154,6 +154,11 @@ fn an_unordered_read_in_a_hand_written_pair_is_a_race_named_by_both_instructions
     assert!(race.contains("`prod0` at prod.bir:10 (core 0 dve #0, Add, var `t`)"), "{race}");
     assert!(race.contains("`cons0` at race.bir:10 (core 1 act #0, Dma, var `t`)"), "{race}");
     assert!(!race.contains("debug"), "no debug ids once named: {race}");
+    // A wrong output names the instruction that writes it.
+    assert!(
+        s.contains("output `out` differs first at element 0; written by `cons0` at race.bir:10 (core 1 act)"),
+        "{s}"
+    );
     // The same run is the same bytes.
     assert_eq!(s, stdout(&lncsim(&d, &["run", "--no-times", "--modules", "prod.bir", "race.bir"])));
     // The race is an instant event on core 1's act track (pid = core index + 1, tid = engine index).

@@ -319,7 +319,7 @@ fn run_program(cfg: &RunConfig, program: &Module, lines: Option<&SourceLines>, r
         "linked module in a seeded dependency-respecting order gives the interpreter's outputs",
         &[2, 5],
         match run_linked_interleaved(&linked, &inputs, cfg.seed) {
-            Ok(out) => compare(&golden, &out),
+            Ok(out) => compare(&golden, &out).map_err(|e| Names::new(&linked, lines).explain_output(e)),
             Err(e) => Err(e.to_string()),
         },
     );
@@ -476,7 +476,15 @@ fn execute_neff(
     );
     runtime_checks(&report, r);
     if let Some((golden, check)) = golden {
-        r.check(check, &[5], outputs.and_then(|o| compare(golden, &o)));
+        let verdict = outputs.and_then(|o| compare(golden, &o));
+        r.check(
+            check,
+            &[5],
+            verdict.map_err(|e| match names {
+                Some(n) => n.explain_output(e),
+                None => e,
+            }),
+        );
     } else if let Err(e) = outputs {
         r.check("outputs read back", &[5], Err(e));
     }

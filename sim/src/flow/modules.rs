@@ -165,7 +165,7 @@ pub(super) fn run_modules(cfg: &RunConfig, modules: &[Module], lines: Option<&So
             &[2, 5],
             run_linked_interleaved(&linked, &inputs, cfg.seed)
                 .map_err(|e| e.to_string())
-                .and_then(|out| compare(golden, &out)),
+                .and_then(|out| compare(golden, &out).map_err(|e| Names::new(&linked, lines).explain_output(e))),
         ),
         None => r.not_exercised(LINKED_VS_PER_CORE, &[2, 5], "no reference outputs: the per-core run failed".into()),
     }

@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use lncsim_model::ir::{Module, SourceMap};
+use lncsim_model::ir::{Module, SourceMap, engine_word};
 
 use crate::SimReport;
 use crate::violation::{Origin, Site};
@@ -103,6 +103,33 @@ impl<'a> Names<'a> {
         self.name_with(&self.table(), site);
     }
 
+    /// An output check's failure (``output `NAME` ...``) with the instructions
+    /// that write `NAME` named after it (at most three, then a count). O(n),
+    /// only on a failure.
+    pub fn explain_output(&self, msg: String) -> String {
+        let Some(name) = msg.strip_prefix("output `").and_then(|r| r.split_once('`')).map(|(n, _)| n) else {
+            return msg;
+        };
+        let mut writers = Vec::new();
+        for f in &self.linked.functions {
+            let Some(core) = f.attrs.neuron_core_id.or(self.linked.attrs.neuron_core_id) else { continue };
+            for i in &f.insts {
+                if i.write().is_some_and(|a| self.linked.loc(a.loc).name == name) {
+                    let at =
+                        self.lines.and_then(|l| l.at(core, &i.name)).map(|a| format!(" at {a}")).unwrap_or_default();
+                    writers.push(format!("`{}`{at} (core {core} {})", i.name, engine_word(i.engine)));
+                }
+            }
+        }
+        if writers.is_empty() {
+            return msg;
+        }
+        let more = writers.len().saturating_sub(3);
+        writers.truncate(3);
+        let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+        format!("{msg}; written by {}{more}", writers.join(", "))
+    }
+
     /// Names every site of every violation of `report` (nothing to do, nothing built).
     pub fn name_report(&self, report: &mut SimReport) {
         if report.violations.is_empty() {
@@ -150,6 +177,21 @@ mod tests {
         let mut s = site(1, 0);
         Names::new(&linked, Some(&lines)).name(&mut s);
         assert_eq!(s.origin, Some(Origin::Inserted));
+    }
+
+    #[test]
+    fn an_output_failure_names_the_instructions_that_write_it() {
+        let (m, map) = parse_with_map(TEXT).unwrap();
+        let lines = SourceLines::of(&m, &map, "p.bir");
+        let mut linked = m.clone();
+        linked.functions[0].attrs.neuron_core_id = Some(1);
+        let n = Names::new(&linked, Some(&lines));
+        assert_eq!(
+            n.explain_output("output `o` differs first at element 0".into()),
+            "output `o` differs first at element 0; written by `a` at p.bir:7 (core 1 dve)"
+        );
+        assert_eq!(n.explain_output("output `x` missing".into()), "output `x` missing", "nobody writes x");
+        assert_eq!(n.explain_output("unexpected output `o`".into()), "unexpected output `o`");
     }
 
     #[test]
