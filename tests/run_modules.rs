@@ -215,6 +215,20 @@ fn modules_are_refused_in_one_line_when_they_are_not_per_core_or_a_plant_is_aske
     // --modules with generator flags is bad usage.
     let o = lncsim(&d, &["run", "--modules", "prod.bir", "cons.bir", "--cores", "2"]);
     assert_eq!(o.status.code(), Some(2));
+    // One module per core of its lnc, each a per-core module: else the program stage fails in one line.
+    std::fs::write(d.join("demo.bir"), DEMO).unwrap();
+    for (files, want) in [
+        (&["prod.bir", "prod.bir"][..], "FAIL  program          core 0 is given twice"),
+        (&["prod.bir"][..], "FAIL  program          lnc 2 needs one module per core; none is given for core 1"),
+        (&["prod.bir", "demo.bir"][..], "FAIL  program          module `demo` has no `core N` in its header"),
+    ] {
+        let mut args = vec!["run", "--no-times", "--modules"];
+        args.extend(files);
+        let o = lncsim(&d, &args);
+        assert_eq!(o.status.code(), Some(1), "{files:?}");
+        assert!(stdout(&o).contains(want), "{files:?}: {}", stdout(&o));
+        assert!(!stdout(&o).contains("  pass"), "nothing ran: {}", stdout(&o));
+    }
     // A plant needs a program to split: not applicable, exit 3.
     let o = lncsim(&d, &["run", "--no-times", "--modules", "prod.bir", "cons.bir", "--plant", "drop-sem-signal"]);
     assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));

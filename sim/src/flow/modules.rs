@@ -77,6 +77,31 @@ fn arrivals(modules: &[Module], group: u32, lines: Option<&SourceLines>) -> Stri
     format!("the group's arrivals: {}", out.join(", "))
 }
 
+/// One module per core `0..lnc` (the first module's `lnc`), every module of that `lnc`. O(m log m).
+fn one_per_core(modules: &[Module]) -> Result<(), String> {
+    let lnc = modules.first().map_or(0, |m| m.attrs.lnc_size);
+    let mut seen = BTreeSet::new();
+    for m in modules {
+        let core = m.attrs.neuron_core_id.unwrap_or(0);
+        if m.attrs.lnc_size != lnc {
+            return Err(format!(
+                "module `{}` (core {core}) says lnc {}, the first module lnc {lnc}",
+                m.name, m.attrs.lnc_size
+            ));
+        }
+        if core >= lnc {
+            return Err(format!("module `{}` is core {core}, outside lnc {lnc}", m.name));
+        }
+        if !seen.insert(core) {
+            return Err(format!("core {core} is given twice"));
+        }
+    }
+    match (0..lnc).find(|c| !seen.contains(c)) {
+        Some(c) => Err(format!("lnc {lnc} needs one module per core; none is given for core {c}")),
+        None => Ok(()),
+    }
+}
+
 /// Refuses a planted bug: plants need a program to split.
 fn refuse_plant(cfg: &RunConfig, r: &mut Rec<'_>) -> bool {
     if cfg.plant.is_some() {
@@ -98,6 +123,9 @@ pub(super) fn run_modules(cfg: &RunConfig, modules: &[Module], lines: Option<&So
         if let Err(e) = m.verify() {
             return r.stage("program", Err(format!("module `{}` (core {:?}): {e}", m.name, m.attrs.neuron_core_id)));
         }
+    }
+    if let Err(e) = one_per_core(modules) {
+        return r.stage("program", Err(e));
     }
     let cores: Vec<String> = modules.iter().filter_map(|m| m.attrs.neuron_core_id).map(|c| c.to_string()).collect();
     r.stage(
