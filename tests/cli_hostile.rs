@@ -269,7 +269,8 @@ fn constructs_the_device_cannot_run_fail_a_stage_of_run() {
                 "",
                 "    i0 = dve relu x[0..16] -> out[0..16] core 0\n    i1 = sp sem_wait 0 value 1 core 0 after i0",
             ),
-            "waits for sem",
+            // The program's own `sem_wait 0`, not the record semaphore it became.
+            "waits for semaphore 0 >= 1 (is 0); nobody left could signal it",
         ),
     ];
     for (name, text, want) in cases {

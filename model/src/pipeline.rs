@@ -267,16 +267,35 @@ impl Pipeline {
     /// Runs every pass before `link` on `program`: the finished per-core modules.
     pub fn run_per_core(&self, program: &Module) -> Result<(Vec<Module>, CompileReport), PipelineError> {
         check_size(program)?;
+        self.run_passes(Err(program))
+    }
+
+    /// Runs every pass after `split` and before `link` on per-core modules
+    /// written by hand (`split` is skipped and not listed in the report).
+    pub fn run_on_modules(&self, modules: Vec<Module>) -> Result<(Vec<Module>, CompileReport), PipelineError> {
+        for m in &modules {
+            check_size(m)?;
+        }
+        self.run_passes(Ok(modules))
+    }
+
+    /// The passes before `link` on per-core modules (`Ok`) or on a program to split (`Err`).
+    fn run_passes(&self, input: Result<Vec<Module>, &Module>) -> Result<(Vec<Module>, CompileReport), PipelineError> {
         let mut dram = self.opts.dram();
         let mut report = CompileReport::default();
-        let mut per_core: Option<Vec<Module>> = None;
+        let (mut per_core, program) = match input {
+            Ok(m) => (Some(m), None),
+            Err(p) => (None, Some(p)),
+        };
         for &pass in &self.passes {
-            if pass == Pass::Link {
+            if pass == Pass::Link || (pass == Pass::Split && program.is_none()) {
                 continue;
             }
             report.passes.push(pass.name());
             if pass == Pass::Split {
-                per_core = Some(split(program)?);
+                if let Some(p) = program {
+                    per_core = Some(split(p)?);
+                }
                 continue;
             }
             let modules = per_core.as_mut().ok_or(PipelineError::NotSplit(pass.name()))?;

@@ -213,6 +213,14 @@ pub fn read_module(path: &Path) -> Result<lncsim_model::ir::Module, CliError> {
 
 /// [`read_module`] on text already read; `name` is the file's name in messages.
 pub fn parse_program(text: &str, name: &str) -> Result<lncsim_model::ir::Module, CliError> {
+    parse_program_mapped(text, name).map(|(m, _)| m)
+}
+
+/// [`parse_program`], also saying where each instruction was written.
+pub fn parse_program_mapped(
+    text: &str,
+    name: &str,
+) -> Result<(lncsim_model::ir::Module, lncsim_model::ir::SourceMap), CliError> {
     use lncsim_model::ir::device_check::{Severity, device_check};
     let (m, map) = lncsim_model::ir::parse_with_map(text).map_err(|e| CliError::BadInput(format!("{name}:{e}")))?;
     let findings = device_check(&m, Some(&map));
@@ -227,7 +235,7 @@ pub fn parse_program(text: &str, name: &str) -> Result<lncsim_model::ir::Module,
     if warnings.len() > 5 {
         eprintln!("lncsim: warning: {name}: {} more data hazard warning(s)", warnings.len() - 5);
     }
-    Ok(m)
+    Ok((m, map))
 }
 
 /// Reads and parses a module without the device check (the formatter's input).
