@@ -273,8 +273,12 @@ impl Pipeline {
     /// Runs every pass after `split` and before `link` on per-core modules
     /// written by hand (`split` is skipped and not listed in the report).
     pub fn run_on_modules(&self, modules: Vec<Module>) -> Result<(Vec<Module>, CompileReport), PipelineError> {
-        for m in &modules {
-            check_size(m)?;
+        let total = modules
+            .iter()
+            .flat_map(|m| &m.functions)
+            .fold(0u64, |t, f| t.saturating_add(f.insts.len() as u64));
+        if total > MAX_PROGRAM_INSTRUCTIONS {
+            return Err(PipelineError::TooLarge { instructions: total });
         }
         self.run_passes(Ok(modules))
     }
