@@ -53,6 +53,11 @@ pub struct RunArgs {
     /// one of `load-alloc=K` / `load-copyin=K` (a faulty nrt_load whose K-th device allocation / copy-in fails).
     #[arg(long, value_delimiter = ',', value_name = "FAULT")]
     pub faults: Vec<String>,
+    /// Features that reach the seed contracts' end-to-end checks, comma-separated: `placed-shared` (seeded
+    /// partition and bank on DRAM tensors), `unflagged-barriers` (barriers the linker must keep), `reloads`
+    /// (the runtime loads again, once faulted at the asymmetric S0 edge and left registered).
+    #[arg(long, value_delimiter = ',', value_name = "FEATURE")]
+    pub features: Vec<String>,
     /// Concurrent TNC-cache loaders stepped by the seeded scheduler (0 = none).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=64), allow_negative_numbers = true)]
     pub loaders: u32,
@@ -119,6 +124,12 @@ fn config(a: &RunArgs) -> Result<RunConfig, CliError> {
     cfg.jitter = a.jitter;
     faults(&a.faults, &mut cfg)?;
     cfg.faults.loaders = a.loaders;
+    for w in a.features.iter().map(|w| w.trim()).filter(|w| !w.is_empty()) {
+        if !cfg.features.set(w) {
+            let names = lncsim_sim::flow::Features::NAMES.join(", ");
+            return Err(CliError::Usage(format!("--features: unknown feature `{w}` ({names})")));
+        }
+    }
     cfg.plant = match &a.plant {
         None => None,
         Some(n) => Some(PlantedBug::from_name(n).ok_or_else(|| {
