@@ -61,7 +61,9 @@ pub struct RunArgs {
     /// Concurrent TNC-cache loaders stepped by the seeded scheduler (0 = none).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=64), allow_negative_numbers = true)]
     pub loaders: u32,
-    /// Plant a bug on purpose: overlap-live-tensors, duplicate-barrier-id, unsynced-shared, drop-sem-signal, tnc-no-wake.
+    /// Plant a bug on purpose: overlap-live-tensors, duplicate-barrier-id, unsynced-shared, drop-sem-signal,
+    /// tnc-no-wake, hbm-shared-per-core, sync-address-only, renumber-unflagged, keep-intermediate-output,
+    /// handle-rollback (the last four turn on the feature they need).
     #[arg(long, value_name = "NAME")]
     pub plant: Option<String>,
     /// The simulator's event budget: the run fails past it (decimal or 0x hex).

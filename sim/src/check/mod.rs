@@ -7,3 +7,4 @@ pub mod barrier_ids;
 pub mod equalized;
 pub mod handles;
 pub mod hbm;
+pub mod neff_outputs;

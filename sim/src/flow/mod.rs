@@ -45,6 +45,7 @@ use crate::check::barrier_ids::check_barrier_ids;
 use crate::check::equalized::check_equalized;
 use crate::check::handles::{check_handles, handed, reload_sequence};
 use crate::check::hbm::check_hbm;
+use crate::check::neff_outputs::check_neff_outputs;
 use crate::device::{Fault, FaultPlan as DeviceFaults, SimDevice};
 use crate::tnc::{LoaderSpec, TncScenario};
 use crate::{DmaSpikes, FaultPlan, FiredSimFault, IssueStall, SimConfig, Simulation};
@@ -369,6 +370,11 @@ fn run_program(cfg: &RunConfig, program: &Module, r: &mut Rec<'_>) {
     if cfg.plant == Some(PlantedBug::DuplicateBarrierId) && !plant(r, plant::duplicate_barrier_id(&mut linked.module)) {
         return;
     }
+    if cfg.plant == Some(PlantedBug::KeepIntermediateOutput)
+        && !plant(r, plant::keep_intermediate_output(&mut linked.module))
+    {
+        return;
+    }
     if cfg.plant == Some(PlantedBug::RenumberUnflagged)
         && !plant(r, plant::renumber_unflagged(&per_core, &mut linked.module))
     {
@@ -500,6 +506,13 @@ fn execute_neff(
             "HBM accounting (shared bytes once) equals the loaded tensors' footprint on the device",
             &[3],
             check_hbm(&images, total, shared),
+        );
+    }
+    if let Some(golden) = golden {
+        r.check(
+            "the NEFF's outputs are the program's outputs: none extra, none missing",
+            &[5],
+            check_neff_outputs(&images, golden.keys().map(String::as_str)).map(|_| ()).or_else(|v| list(&v)),
         );
     }
     let first = handed(&rt, model.h_nn, "load 1".into());

@@ -32,13 +32,15 @@ pub enum PlantedBug {
     SyncAddressOnly,
     /// In the linker: barriers that were not flagged are renumbered too.
     RenumberUnflagged,
+    /// In the linker: a cross-core intermediate stays an external output instead of being demoted.
+    KeepIntermediateOutput,
     /// In the registry: the asymmetric S0 edge takes back the handles of a model that stays registered.
     HandleRollback,
 }
 
 impl PlantedBug {
     /// Every planted bug.
-    pub const ALL: [PlantedBug; 9] = [
+    pub const ALL: [PlantedBug; 10] = [
         PlantedBug::OverlapLiveTensors,
         PlantedBug::DuplicateBarrierId,
         PlantedBug::UnsyncedShared,
@@ -47,6 +49,7 @@ impl PlantedBug {
         PlantedBug::HbmSharedPerCore,
         PlantedBug::SyncAddressOnly,
         PlantedBug::RenumberUnflagged,
+        PlantedBug::KeepIntermediateOutput,
         PlantedBug::HandleRollback,
     ];
 
@@ -61,6 +64,7 @@ impl PlantedBug {
             PlantedBug::HbmSharedPerCore => "hbm-shared-per-core",
             PlantedBug::SyncAddressOnly => "sync-address-only",
             PlantedBug::RenumberUnflagged => "renumber-unflagged",
+            PlantedBug::KeepIntermediateOutput => "keep-intermediate-output",
             PlantedBug::HandleRollback => "handle-rollback",
         }
     }
@@ -268,4 +272,31 @@ pub fn renumber_unflagged(per_core: &[Module], linked: &mut Module) -> Result<St
         }
     }
     Ok(format!("all {next} barriers renumbered from 0, unflagged ones too ({changed} ids changed)"))
+}
+
+/// Makes the first tensor that two core functions of the linked module touch
+/// (a cross-core intermediate) an external output again, as a linker whose
+/// `fixOutputKind` does not demote it would leave it.
+pub fn keep_intermediate_output(linked: &mut Module) -> Result<String, String> {
+    let mut first_fn: Vec<Option<usize>> = vec![None; linked.memlocs.len()];
+    let mut cross: Option<usize> = None;
+    'scan: for (fi, f) in linked.functions.iter().enumerate() {
+        for i in &f.insts {
+            for l in i.reads().iter().map(|a| a.loc).chain(i.write().map(|a| a.loc)) {
+                let slot = &mut first_fn[l.index()];
+                match *slot {
+                    None => *slot = Some(fi),
+                    Some(g) if g != fi && linked.memlocs[l.index()].usage == Usage::Shared => {
+                        cross = Some(l.index());
+                        break 'scan;
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+    let k = cross.ok_or("no tensor is touched by two cores")?;
+    let l = &mut linked.memlocs[k];
+    l.usage = Usage::Output;
+    Ok(format!("cross-core intermediate `{}` left an external output", l.name))
 }
