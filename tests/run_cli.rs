@@ -305,6 +305,13 @@ fn each_contract_check_fails_on_its_planted_bug_and_passes_without_it() {
             0,
         ),
         (
+            "single-core-sem-count",
+            "sem-pool",
+            "FAIL  [5] execution: legal records, within the event budget: illegal instruction core ",
+            "SemSignal): semaphore 13 does not exist on the core; engine halted",
+            3,
+        ),
+        (
             "handle-rollback",
             "reloads",
             "FAIL  [6] registry: no H_NN or H_MODEL handed out twice in a run (reloads around the asymmetric S0 edge): ",

@@ -177,7 +177,7 @@ fn the_coverage_table_counts_every_contract_check_exercised() {
     assert!(o.status.success(), "{}", stdout(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let s = &v["summary"];
-    for f in ["placed-shared", "unflagged-barriers", "reloads"] {
+    for f in ["placed-shared", "unflagged-barriers", "sem-pool", "reloads"] {
         assert!(s["features"][f].as_u64().unwrap_or(0) >= 2, "feature {f}: {}", s["features"]);
     }
     for check in [

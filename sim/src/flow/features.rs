@@ -3,7 +3,7 @@
 //! program text) so that a seed contract's end-to-end check has something
 //! to see. Each draws from its own stream of the run seed.
 
-use lncsim_model::ir::{MemType, Module, Op, Usage};
+use lncsim_model::ir::{Engine, Inst, MemType, Module, Op, Usage};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -65,4 +65,38 @@ pub(crate) fn unflag_barriers(per_core: &mut [Module], seed: u64) -> usize {
         }
     }
     (next - base) as usize
+}
+
+/// `sem-pool`: every queue of core `k` declares `k` more semaphores than the
+/// program did, and every core uses the highest semaphore of the merged pool
+/// the linker must provide (per queue the largest core's count, seed 000
+/// section 6; the pool is their sum): a POOL-engine `sem_signal` then
+/// `sem_wait value 1` at the end of its function. Returns how many cores use it.
+pub(crate) fn use_sem_pool(per_core: &mut [Module]) -> usize {
+    let mut merged: std::collections::BTreeMap<String, u32> = std::collections::BTreeMap::new();
+    for (k, m) in per_core.iter_mut().enumerate() {
+        for q in &mut m.queues {
+            q.semaphores = q.semaphores.saturating_add(k as u32);
+            let e = merged.entry(q.name.clone()).or_insert(0);
+            *e = (*e).max(q.semaphores);
+        }
+    }
+    let pool = merged.values().fold(0u32, |t, &c| t.saturating_add(c));
+    let Some(idx) = pool.checked_sub(1) else { return 0 };
+    let mut n = 0;
+    for (k, m) in per_core.iter_mut().enumerate() {
+        let core = m.attrs.neuron_core_id.unwrap_or(k as u32);
+        let Some(f) = m.functions.iter_mut().rfind(|f| !f.blocks.is_empty()) else { continue };
+        let block = lncsim_model::ir::BlockId::from_index(f.blocks.len() - 1);
+        for (name, op) in [
+            (format!("sem_pool_signal_c{core}"), Op::SemSignal { sem: idx }),
+            (format!("sem_pool_wait_c{core}"), Op::SemWait { sem: idx, value: 1 }),
+        ] {
+            let mut i = Inst::new(name, Engine::Pool, op);
+            i.core = Some(core);
+            f.push_inst(block, i);
+        }
+        n += 1;
+    }
+    n
 }

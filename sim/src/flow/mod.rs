@@ -106,6 +106,9 @@ pub struct Features {
     /// `unflagged-barriers`: a seeded share of the split's barrier groups is
     /// left unflagged with slot ids of its own, which the linker must keep (seed 000 section 7).
     pub unflagged_barriers: bool,
+    /// `sem-pool`: core k declares k more semaphores on every queue, and every
+    /// core uses the highest semaphore of the pool the merged queues must provide (seed 000 section 6).
+    pub sem_pool: bool,
     /// `reloads`: after the run, the same runtime loads the NEFF again, once
     /// faulted at the asymmetric S0 edge and left registered (seed 002).
     pub reloads: bool,
@@ -113,11 +116,11 @@ pub struct Features {
 
 impl Features {
     /// Every feature's `--features` word.
-    pub const NAMES: [&'static str; 3] = ["placed-shared", "unflagged-barriers", "reloads"];
+    pub const NAMES: [&'static str; 4] = ["placed-shared", "unflagged-barriers", "sem-pool", "reloads"];
 
     /// The `--features` words of the features that are on.
     pub fn words(&self) -> Vec<&'static str> {
-        let on = [self.placed_shared, self.unflagged_barriers, self.reloads];
+        let on = [self.placed_shared, self.unflagged_barriers, self.sem_pool, self.reloads];
         Self::NAMES.iter().zip(on).filter(|(_, on)| *on).map(|(n, _)| *n).collect()
     }
 
@@ -126,6 +129,7 @@ impl Features {
         match word {
             "placed-shared" => self.placed_shared = true,
             "unflagged-barriers" => self.unflagged_barriers = true,
+            "sem-pool" => self.sem_pool = true,
             "reloads" => self.reloads = true,
             _ => return false,
         }
@@ -182,6 +186,7 @@ impl RunConfig {
             Some(PlantedBug::SyncAddressOnly) => f.placed_shared = true,
             Some(PlantedBug::RenumberUnflagged) => f.unflagged_barriers = true,
             Some(PlantedBug::HandleRollback) => f.reloads = true,
+            Some(PlantedBug::SingleCoreSemCount) => f.sem_pool = true,
             _ => {}
         }
         f
@@ -332,6 +337,10 @@ fn run_program(cfg: &RunConfig, program: &Module, r: &mut Rec<'_>) {
             Ok(format!("unflagged-barriers: {n} barrier arrivals left unflagged with ids of their own")),
         );
     }
+    if feats.sem_pool {
+        let n = features::use_sem_pool(&mut per_core);
+        r.stage("features", Ok(format!("sem-pool: {n} cores use the highest semaphore of the merged queues' pool")));
+    }
     if cfg.plant == Some(PlantedBug::OverlapLiveTensors) && !plant(r, plant::overlap_live_tensors(&mut per_core)) {
         return;
     }
@@ -372,6 +381,11 @@ fn run_program(cfg: &RunConfig, program: &Module, r: &mut Rec<'_>) {
     }
     if cfg.plant == Some(PlantedBug::KeepIntermediateOutput)
         && !plant(r, plant::keep_intermediate_output(&mut linked.module))
+    {
+        return;
+    }
+    if cfg.plant == Some(PlantedBug::SingleCoreSemCount)
+        && !plant(r, plant::single_core_sem_count(&per_core, &mut linked.module))
     {
         return;
     }

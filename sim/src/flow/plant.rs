@@ -34,13 +34,15 @@ pub enum PlantedBug {
     RenumberUnflagged,
     /// In the linker: a cross-core intermediate stays an external output instead of being demoted.
     KeepIntermediateOutput,
+    /// In the linker: each merged queue's semaphore count taken from a single core (the first that declares it).
+    SingleCoreSemCount,
     /// In the registry: the asymmetric S0 edge takes back the handles of a model that stays registered.
     HandleRollback,
 }
 
 impl PlantedBug {
     /// Every planted bug.
-    pub const ALL: [PlantedBug; 10] = [
+    pub const ALL: [PlantedBug; 11] = [
         PlantedBug::OverlapLiveTensors,
         PlantedBug::DuplicateBarrierId,
         PlantedBug::UnsyncedShared,
@@ -50,6 +52,7 @@ impl PlantedBug {
         PlantedBug::SyncAddressOnly,
         PlantedBug::RenumberUnflagged,
         PlantedBug::KeepIntermediateOutput,
+        PlantedBug::SingleCoreSemCount,
         PlantedBug::HandleRollback,
     ];
 
@@ -65,6 +68,7 @@ impl PlantedBug {
             PlantedBug::SyncAddressOnly => "sync-address-only",
             PlantedBug::RenumberUnflagged => "renumber-unflagged",
             PlantedBug::KeepIntermediateOutput => "keep-intermediate-output",
+            PlantedBug::SingleCoreSemCount => "single-core-sem-count",
             PlantedBug::HandleRollback => "handle-rollback",
         }
     }
@@ -299,4 +303,23 @@ pub fn keep_intermediate_output(linked: &mut Module) -> Result<String, String> {
     let l = &mut linked.memlocs[k];
     l.usage = Usage::Output;
     Ok(format!("cross-core intermediate `{}` left an external output", l.name))
+}
+
+/// Sets every merged queue's semaphore count to the first declaring core's count,
+/// as a linker that takes the merged count from a single core does; needs a
+/// core declaring more than core 0 (`--features sem-pool`, implied by this plant).
+pub fn single_core_sem_count(per_core: &[Module], linked: &mut Module) -> Result<String, String> {
+    let mut changed = Vec::new();
+    for q in &mut linked.queues {
+        // The first core that declares the queue is the single core counted.
+        let Some(c0) = per_core.iter().flat_map(|m| &m.queues).find(|c| c.name == q.name) else { continue };
+        if c0.semaphores != q.semaphores {
+            changed.push(format!("`{}` {} -> {}", q.name, q.semaphores, c0.semaphores));
+            q.semaphores = c0.semaphores;
+        }
+    }
+    if changed.is_empty() {
+        return Err("every core declares the same semaphore counts".into());
+    }
+    Ok(format!("merged semaphore counts from a single core: {}", changed.join(", ")))
 }

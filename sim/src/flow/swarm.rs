@@ -91,6 +91,7 @@ pub fn mix(seed: u64, cores_max: u32) -> RunConfig {
     cfg.features.placed_shared = frng.random_range(0..100) < 40;
     cfg.features.unflagged_barriers = frng.random_range(0..100) < 40;
     cfg.features.reloads = frng.random_range(0..100) < 30;
+    cfg.features.sem_pool = frng.random_range(0..100) < 40;
     cfg
 }
 
@@ -327,6 +328,7 @@ mod tests {
             ("placed-shared", mixes.iter().filter(|c| c.features.placed_shared).count()),
             ("unflagged-barriers", mixes.iter().filter(|c| c.features.unflagged_barriers).count()),
             ("reloads", mixes.iter().filter(|c| c.features.reloads).count()),
+            ("sem-pool", mixes.iter().filter(|c| c.features.sem_pool).count()),
         ] {
             assert!((5..55).contains(&on), "{name} drawn in {on} of 60 seeds");
         }
