@@ -263,14 +263,25 @@ fn constructs_the_device_cannot_run_fail_a_stage_of_run() {
             "FAIL  codegen          instruction `i1`: semaphore index does not fit the record encoding",
         ),
         (
+            // The queue the DMA uses gives the core a pool of 2 semaphores: semaphore 0 exists, nobody signals it.
             "deadlock",
+            program(
+                "1",
+                "",
+                "    i0 = sp dma x[0..16] -> out[0..16] queue qSyncIO core 0\n    i1 = sp sem_wait 0 value 1 core 0 after i0",
+            ),
+            // The program's own `sem_wait 0`, not the record semaphore it became.
+            "waits for semaphore 0 >= 1 (is 0); nobody left could signal it",
+        ),
+        (
+            // No queue in use: the merged pool is empty and the simulator refuses semaphore 0.
+            "no-pool",
             program(
                 "1",
                 "",
                 "    i0 = dve relu x[0..16] -> out[0..16] core 0\n    i1 = sp sem_wait 0 value 1 core 0 after i0",
             ),
-            // The program's own `sem_wait 0`, not the record semaphore it became.
-            "waits for semaphore 0 >= 1 (is 0); nobody left could signal it",
+            "does not exist on the core",
         ),
     ];
     for (name, text, want) in cases {

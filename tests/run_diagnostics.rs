@@ -24,16 +24,21 @@ fn dir(name: &str) -> PathBuf {
     d
 }
 
-/// A wait on the program's semaphore 0 that nobody signals (`w0`, line 7).
+/// A wait on the program's semaphore 0 that nobody signals (`w0`, line 9).
+/// The DMA on `qSyncIO` gives the core its pool of two semaphores (it never
+/// runs: it waits behind nothing, but the flow's return barrier does).
 const SEM: &str = "\
 module semdl lnc 1
+queue qSyncIO dynamic owner sp sems 2 instances 0,1
 loc x dram input i32[16] @0x0
 loc out dram output i32[16] @0x2000
+loc s dram internal i32[16]
 func main
   args x, out
   block entry
     w0 = dve sem_wait 0 value 1 core 0
     a0 = dve add x[0..16], x[0..16] -> out[0..16] core 0 after w0
+    d0 = sp dma x[0..16] -> s[0..16] queue qSyncIO core 0
 ";
 
 /// The deadlock's lines: from the `deadlock:` line to the next check line.
@@ -62,14 +67,14 @@ fn a_deadlock_is_a_wait_for_graph_root_cause_first_in_the_programs_terms() {
     // Root cause first: the program's own `sem_wait 0` (not record semaphore 5), by name and line.
     assert_eq!(
         lines[1],
-        "        `w0` at sem.bir:7 (core 0 dve #0, SemWait) waits for semaphore 0 >= 1 (is 0); nobody left could signal it"
+        "        `w0` at sem.bir:9 (core 0 dve #0, SemWait) waits for semaphore 0 >= 1 (is 0); nobody left could signal it"
     );
     // Then who waits on it: an instruction the flow inserted, waiting for DVE's dependency signal.
-    assert!(lines[2].starts_with("        `cb_return_call_def_0_instance_0` (inserted by split/link; core 0 sp #0, Barrier) waits for dve's dependency signal >= 1 (is 0); could signal: `w0` at sem.bir:7"), "{}", lines[2]);
+    assert!(lines[2].starts_with("        `cb_return_call_def_0_instance_0` (inserted by split/link; core 0 sp #2, Barrier) waits for dve's dependency signal >= 1 (is 0); could signal: `w0` at sem.bir:9"), "{}", lines[2]);
     assert!(!s.contains("sem 5") && !s.contains(" | "), "{s}");
     // The output nobody could finish names its writer.
     assert!(
-        s.contains("FAIL  [5] simulated outputs equal the interpreter's: output `out` differs first at element 0; written by `a0` at sem.bir:8 (core 0 dve)"),
+        s.contains("FAIL  [5] simulated outputs equal the interpreter's: output `out` differs first at element 0; written by `a0` at sem.bir:10 (core 0 dve)"),
         "{s}"
     );
     // The signature a swarm groups by is still `deadlock`.
@@ -83,7 +88,14 @@ fn a_deadlock_is_a_wait_for_graph_root_cause_first_in_the_programs_terms() {
 fn a_deadlock_of_many_waiters_prints_twenty_lines_then_a_count() {
     let d = dir("many");
     // 5 cores x 5 engines, each waiting on a semaphore nobody signals: 25 waiters.
-    let mut p = String::from("module many lnc 5\nloc x dram input i32[4] @0x0\nloc out dram output i32[4] @0x100\n");
+    // A DMA on `qSyncIO` per core (after the waits: it never runs) gives each core its semaphore pool.
+    let mut p = String::from(
+        "module many lnc 5\nqueue qSyncIO dynamic owner sp sems 2 instances 0,1\n\
+         loc x dram input i32[4] @0x0\nloc out dram output i32[4] @0x100\n",
+    );
+    for c in 0..5 {
+        p.push_str(&format!("loc s{c} dram internal i32[4]\n"));
+    }
     p.push_str("func main\n  args x, out\n  block entry\n");
     for c in 0..5 {
         for e in ["pe", "act", "dve", "pool", "sp"] {
@@ -91,6 +103,9 @@ fn a_deadlock_of_many_waiters_prints_twenty_lines_then_a_count() {
         }
     }
     p.push_str("    a = dve add x[0..4], x[0..4] -> out[0..4] core 0 after w_dve_0\n");
+    for c in 0..5 {
+        p.push_str(&format!("    d{c} = sp dma x[0..4] -> s{c}[0..4] queue qSyncIO core {c}\n"));
+    }
     std::fs::write(d.join("many.bir"), &p).unwrap();
     let o = lncsim(&d, &["run", "--no-times", "many.bir"]);
     let s = stdout(&o);
@@ -130,7 +145,7 @@ fn every_violation_is_an_instant_event_on_its_track_in_the_trace() {
         assert!(m["ts"].is_number(), "{m}");
     }
     let dve = marks.iter().find(|m| m["tid"] == 2).unwrap();
-    assert!(dve["args"]["violation"].as_str().unwrap().contains("`w0` at sem.bir:7"), "{dve}");
+    assert!(dve["args"]["violation"].as_str().unwrap().contains("`w0` at sem.bir:9"), "{dve}");
     // The semaphore wait span is named by the program's semaphore too.
     let waits: Vec<&str> = v["traceEvents"]
         .as_array()

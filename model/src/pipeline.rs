@@ -273,10 +273,7 @@ impl Pipeline {
     /// Runs every pass after `split` and before `link` on per-core modules
     /// written by hand (`split` is skipped and not listed in the report).
     pub fn run_on_modules(&self, modules: Vec<Module>) -> Result<(Vec<Module>, CompileReport), PipelineError> {
-        let total = modules
-            .iter()
-            .flat_map(|m| &m.functions)
-            .fold(0u64, |t, f| t.saturating_add(f.insts.len() as u64));
+        let total = modules.iter().flat_map(|m| &m.functions).fold(0u64, |t, f| t.saturating_add(f.insts.len() as u64));
         if total > MAX_PROGRAM_INSTRUCTIONS {
             return Err(PipelineError::TooLarge { instructions: total });
         }

@@ -323,7 +323,10 @@ impl<'a> CoreSplit<'a> {
                         return Err(SplitError::NameCollision(loc.name));
                     }
                     loc.usage = Usage::Shared;
+                    // A view holds no placement of its own until sync_shared_allocations
+                    // copies the owner's (address, partition, bank) onto it (seed 004).
                     loc.address = None;
+                    (loc.partition, loc.bank) = (0, 0);
                     loc.remote_local_target = Some(RemoteLocalTarget { name: l.name.clone(), core: w });
                 }
                 _ => {}

@@ -33,6 +33,7 @@
 
 mod arith;
 mod barrier;
+pub mod check;
 pub mod chrome;
 pub mod config;
 pub mod cost;

@@ -63,10 +63,17 @@ pub struct RunArgs {
     /// one of `load-alloc=K` / `load-copyin=K` (a faulty nrt_load whose K-th device allocation / copy-in fails).
     #[arg(long, value_delimiter = ',', value_name = "FAULT")]
     pub faults: Vec<String>,
+    /// Features that reach the seed contracts' end-to-end checks, comma-separated: `placed-shared` (seeded
+    /// partition and bank on DRAM tensors), `unflagged-barriers` (barriers the linker must keep), `reloads`
+    /// (the runtime loads again, once faulted at the asymmetric S0 edge and left registered).
+    #[arg(long, value_delimiter = ',', value_name = "FEATURE")]
+    pub features: Vec<String>,
     /// Concurrent TNC-cache loaders stepped by the seeded scheduler (0 = none).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=64), allow_negative_numbers = true)]
     pub loaders: u32,
-    /// Plant a bug on purpose: overlap-live-tensors, duplicate-barrier-id, unsynced-shared, drop-sem-signal, tnc-no-wake.
+    /// Plant a bug on purpose: overlap-live-tensors, duplicate-barrier-id, unsynced-shared, drop-sem-signal,
+    /// tnc-no-wake, hbm-shared-per-core, sync-address-only, renumber-unflagged, keep-intermediate-output,
+    /// handle-rollback (the last four turn on the feature they need).
     #[arg(long, value_name = "NAME")]
     pub plant: Option<String>,
     /// The simulator's event budget: the run fails past it (decimal or 0x hex).
@@ -157,6 +164,12 @@ fn config(a: &RunArgs) -> Result<RunConfig, CliError> {
     cfg.jitter = a.jitter;
     faults(&a.faults, &mut cfg)?;
     cfg.faults.loaders = a.loaders;
+    for w in a.features.iter().map(|w| w.trim()).filter(|w| !w.is_empty()) {
+        if !cfg.features.set(w) {
+            let names = lncsim_sim::flow::Features::NAMES.join(", ");
+            return Err(CliError::Usage(format!("--features: unknown feature `{w}` ({names})")));
+        }
+    }
     cfg.plant = match &a.plant {
         None => None,
         Some(n) => Some(PlantedBug::from_name(n).ok_or_else(|| {

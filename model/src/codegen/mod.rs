@@ -18,6 +18,11 @@
 //! that engine's completion semaphore (semaphore `e` for engine `e`, counting
 //! the signalling instructions it has completed); cross-core dependencies
 //! stay CoreBarriers. IR semaphore `s` is semaphore `USER_SEM_BASE + s`.
+//! A core's semaphore file is the engines' [`ENGINE_SEMS`] plus the pool of
+//! the linked module's queues (the sum of their semaphore counts, seed 000
+//! section 6: counts accounted across the merge): an IR semaphore past that
+//! pool is emitted as is, so the loaded image refuses it at run time (the
+//! simulator's illegal-record check), instead of the file growing to fit.
 //!
 //! Cost: O(N log N + C·L) for N instructions, C core functions and L
 //! locations of the linked module (each core's var table is indexed by location).
@@ -33,6 +38,13 @@ use record::*;
 pub const ENGINE_SEMS: u8 = 5;
 /// The IR's semaphore `s` is record semaphore `USER_SEM_BASE + s`.
 pub const USER_SEM_BASE: u8 = ENGINE_SEMS;
+/// The user semaphores the linked module's queues provide: the sum of their
+/// counts, at most what a record's semaphore byte can name past the engines'.
+pub fn queue_pool(m: &Module) -> u32 {
+    let pool = m.queues.iter().fold(0u32, |t, q| t.saturating_add(q.semaphores));
+    pool.min(256 - u32::from(ENGINE_SEMS))
+}
+
 /// Name of the per-core private scratch variable.
 pub const SCRATCH_VAR: &str = "__scratch";
 /// Name of the per-load shared scratch variable.
@@ -202,7 +214,7 @@ impl<'a> CoreGen<'a> {
             vars: Vec::new(),
             queues: Vec::new(),
             engines,
-            semaphores: u32::from(ENGINE_SEMS),
+            semaphores: queue_pool(m).saturating_add(u32::from(ENGINE_SEMS)),
             barrier_groups: BTreeMap::new(),
         };
         let var_of = vec![NO_VAR; m.memlocs.len()];
@@ -424,11 +436,10 @@ impl<'a> CoreGen<'a> {
         Ok(vec![r])
     }
 
-    fn user_sem(&mut self, inst: &Inst, sem: u32) -> Result<u8, CodegenError> {
+    fn user_sem(&self, inst: &Inst, sem: u32) -> Result<u8, CodegenError> {
         let s = u32::from(USER_SEM_BASE) + sem;
         let s =
             u8::try_from(s).map_err(|_| CodegenError::TooLarge { inst: inst.name.clone(), what: "semaphore index" })?;
-        self.code.semaphores = self.code.semaphores.max(u32::from(s) + 1);
         Ok(s)
     }
 

@@ -443,6 +443,11 @@ impl<'r, D: Device> PendingLoad<'r, '_, D> {
         let mut trace = std::mem::take(&mut self.trace);
         if self.rt.fail_nrt_model_alloc.swap(false, Ordering::SeqCst) {
             marks::hit("load.s0.nrt_model_alloc_failed_after_register");
+            if self.rt.plant_handle_rollback.load(Ordering::SeqCst) {
+                self.rt.set_mut().last_nn_id = h_nn.0;
+                let mut db = super::fanout::lock_db(&self.rt.tdrv);
+                db.last_h_model = db.last_h_model.wrapping_sub(1);
+            }
             let e = LoadError::new(
                 NrtStatus::FailHostMemAlloc,
                 Stage::S0Guard,

@@ -53,6 +53,7 @@ pub struct Runtime<D: Device> {
     pub(super) tdrv: Mutex<TdrvDb>,
     pub(super) vnc_usage: Mutex<VncUsage>,
     pub(super) fail_nrt_model_alloc: AtomicBool,
+    pub(super) plant_handle_rollback: AtomicBool,
 }
 
 /// One execution's hold on a READY model (`dlr_model.ref_count`); dropping it releases.
@@ -96,6 +97,7 @@ impl<D: Device> Runtime<D> {
             tdrv: Mutex::new(TdrvDb::default()),
             vnc_usage: Mutex::new(VncUsage::new(vncs)),
             fail_nrt_model_alloc: AtomicBool::new(false),
+            plant_handle_rollback: AtomicBool::new(false),
         }
     }
 
@@ -123,6 +125,14 @@ impl<D: Device> Runtime<D> {
     /// allocation fails *after* S5 registered the model.
     pub fn fail_next_nrt_model_alloc(&self) {
         self.fail_nrt_model_alloc.store(true, Ordering::SeqCst);
+    }
+
+    /// A planted bug (`lncsim run --plant handle-rollback`), never on by
+    /// default: on the asymmetric S0 edge the registry takes back the H_NN
+    /// and H_MODEL of the load that failed, although that model stays
+    /// registered, so the next load is handed the same two handles.
+    pub fn plant_handle_rollback(&self) {
+        self.plant_handle_rollback.store(true, Ordering::SeqCst);
     }
 
     pub(super) fn set_mut(&self) -> std::sync::RwLockWriteGuard<'_, DlrModelSet> {

@@ -208,7 +208,16 @@ mod tests {
     fn outcome(seed: u64, sigs: &[&str], marks: &[(&'static str, u64)], stall: bool) -> SeedOutcome {
         SeedOutcome {
             seed,
-            mix: Mix { cores: 2, size: "small", jitter: false, stall, dma_spikes: false, load_fault: None, loaders: 0 },
+            mix: Mix {
+                cores: 2,
+                size: "small",
+                jitter: false,
+                stall,
+                dma_spikes: false,
+                load_fault: None,
+                loaders: 0,
+                features: Default::default(),
+            },
             passed: sigs.is_empty(),
             failures: sigs.iter().map(|s| format!("{s}: detail")).collect(),
             signatures: sigs.iter().map(|s| s.to_string()).collect(),

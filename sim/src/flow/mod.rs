@@ -12,6 +12,7 @@
 //! check in the [`RunReport`], which also carries the command that replays it.
 
 pub mod campaign;
+mod features;
 mod leftovers;
 mod modules;
 pub mod names;
@@ -44,6 +45,11 @@ pub use plant::PlantedBug;
 use report::Rec;
 pub use report::{Check, CheckResult, Progress, RunReport, Stage};
 
+use crate::check::barrier_ids::check_barrier_ids;
+use crate::check::equalized::check_equalized;
+use crate::check::handles::{check_handles, handed, reload_sequence};
+use crate::check::hbm::check_hbm;
+use crate::check::neff_outputs::check_neff_outputs;
 use crate::device::{Fault, FaultPlan as DeviceFaults, SimDevice};
 use crate::tnc::{LoaderSpec, TncScenario};
 use crate::{DmaSpikes, FaultPlan, FiredSimFault, IssueStall, SimConfig, Simulation};
@@ -115,6 +121,48 @@ pub struct Faults {
     pub loaders: u32,
 }
 
+/// Program and load features a run draws so that every seed contract's
+/// end-to-end check has something to see (issue 12 section 4); each is a
+/// seeded transform of the run's own inputs, never of a stage's output.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Features {
+    /// `placed-shared`: every DRAM tensor of the program gets a seeded
+    /// (partition, bank), so equalization must copy all three (seed 004).
+    pub placed_shared: bool,
+    /// `unflagged-barriers`: a seeded share of the split's barrier groups is
+    /// left unflagged with slot ids of its own, which the linker must keep (seed 000 section 7).
+    pub unflagged_barriers: bool,
+    /// `sem-pool`: core k declares k more semaphores on every queue, and every
+    /// core uses the highest semaphore of the pool the merged queues must provide (seed 000 section 6).
+    pub sem_pool: bool,
+    /// `reloads`: after the run, the same runtime loads the NEFF again, once
+    /// faulted at the asymmetric S0 edge and left registered (seed 002).
+    pub reloads: bool,
+}
+
+impl Features {
+    /// Every feature's `--features` word.
+    pub const NAMES: [&'static str; 4] = ["placed-shared", "unflagged-barriers", "sem-pool", "reloads"];
+
+    /// The `--features` words of the features that are on.
+    pub fn words(&self) -> Vec<&'static str> {
+        let on = [self.placed_shared, self.unflagged_barriers, self.sem_pool, self.reloads];
+        Self::NAMES.iter().zip(on).filter(|(_, on)| *on).map(|(n, _)| *n).collect()
+    }
+
+    /// Turns on the feature named `word`; false when no feature has that name.
+    pub fn set(&mut self, word: &str) -> bool {
+        match word {
+            "placed-shared" => self.placed_shared = true,
+            "unflagged-barriers" => self.unflagged_barriers = true,
+            "sem-pool" => self.sem_pool = true,
+            "reloads" => self.reloads = true,
+            _ => return false,
+        }
+        true
+    }
+}
+
 /// Everything that shapes one run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunConfig {
@@ -126,6 +174,8 @@ pub struct RunConfig {
     pub jitter: bool,
     /// Injected faults.
     pub faults: Faults,
+    /// Program and load features that reach the seed contracts' checks.
+    pub features: Features,
     /// A bug planted on purpose.
     pub plant: Option<PlantedBug>,
     /// Keep the simulator's trace for a Chrome/Perfetto file.
@@ -147,11 +197,25 @@ impl RunConfig {
             seed,
             jitter: false,
             faults: Faults::default(),
+            features: Features::default(),
             plant: None,
             trace: false,
             events_max: DEFAULT_EVENTS_MAX,
             pipeline: PipelineOptions::default(),
         }
+    }
+
+    /// The features the run uses: those asked for, and the one a planted bug needs to be seen.
+    pub fn effective_features(&self) -> Features {
+        let mut f = self.features;
+        match self.plant {
+            Some(PlantedBug::SyncAddressOnly) => f.placed_shared = true,
+            Some(PlantedBug::RenumberUnflagged) => f.unflagged_barriers = true,
+            Some(PlantedBug::HandleRollback) => f.reloads = true,
+            Some(PlantedBug::SingleCoreSemCount) => f.sem_pool = true,
+            _ => {}
+        }
+        f
     }
 
     /// The one command that replays this run, when one exists (a shrunk or
@@ -197,6 +261,10 @@ impl RunConfig {
         if self.faults.loaders > 0 {
             cmd.push_str(&format!(" --loaders {}", self.faults.loaders));
         }
+        let features = self.features.words();
+        if !features.is_empty() {
+            cmd.push_str(&format!(" --features {}", features.join(",")));
+        }
         if let Some(p) = self.plant {
             cmd.push_str(&format!(" --plant {p}"));
         }
@@ -239,7 +307,7 @@ pub fn run(cfg: &RunConfig) -> RunReport {
 pub fn run_observed(cfg: &RunConfig, on: &mut dyn FnMut(Progress<'_>)) -> RunReport {
     let mut r = Rec::new(RunReport::new(cfg.seed, cfg.replay()), on);
     match &cfg.source {
-        Source::Neff { bytes, .. } => execute_neff(cfg, bytes, None, None, None, &mut r),
+        Source::Neff { bytes, .. } => execute_neff(cfg, bytes, None, None, None, None, &mut r),
         Source::Generated(g, _) => run_program(cfg, &generate(g), None, &mut r),
         Source::Program { module, lines, .. } => run_program(cfg, module, lines.as_ref(), &mut r),
         Source::Modules { modules, lines, .. } => modules::run_modules(cfg, modules, lines.as_ref(), &mut r),
@@ -250,6 +318,17 @@ pub fn run_observed(cfg: &RunConfig, on: &mut dyn FnMut(Progress<'_>)) -> RunRep
 }
 
 fn run_program(cfg: &RunConfig, program: &Module, lines: Option<&SourceLines>, r: &mut Rec<'_>) {
+    let feats = cfg.effective_features();
+    let placed;
+    let program = if feats.placed_shared {
+        let mut p = program.clone();
+        let n = features::place_shared(&mut p, cfg.seed);
+        r.stage("features", Ok(format!("placed-shared: {n} DRAM tensors given a seeded partition and bank")));
+        placed = p;
+        &placed
+    } else {
+        program
+    };
     r.program = program.name.clone();
     r.cores = program.attrs.lnc_size;
     r.instructions = program.functions.iter().map(|f| f.insts.len()).sum();
@@ -275,7 +354,7 @@ fn run_program(cfg: &RunConfig, program: &Module, lines: Option<&SourceLines>, r
         .collect();
     golden.retain(|name, _| written.contains(name.as_str()));
     r.stage("interpret", Ok(format!("{} outputs", golden.len())));
-    let (mut per_core, report) = match build_pipeline(&cfg.pipeline).run_per_core(program) {
+    let (mut per_core, mut report) = match build_pipeline(&cfg.pipeline).run_per_core(program) {
         Ok(x) => x,
         Err(e) => return r.stage("split + allocate", Err(e.to_string())),
     };
@@ -283,12 +362,37 @@ fn run_program(cfg: &RunConfig, program: &Module, lines: Option<&SourceLines>, r
         "split + allocate",
         Ok(format!("{} modules; HBM {} B (shared counted once)", per_core.len(), report.hbm.total)),
     );
+    if feats.unflagged_barriers {
+        let n = features::unflag_barriers(&mut per_core, cfg.seed);
+        r.stage(
+            "features",
+            Ok(format!("unflagged-barriers: {n} barrier arrivals left unflagged with ids of their own")),
+        );
+    }
+    if feats.sem_pool {
+        let n = features::use_sem_pool(&mut per_core);
+        r.stage("features", Ok(format!("sem-pool: {n} cores use the highest semaphore of the merged queues' pool")));
+    }
     if cfg.plant == Some(PlantedBug::OverlapLiveTensors) && !plant(r, plant::overlap_live_tensors(&mut per_core)) {
+        return;
+    }
+    if cfg.plant == Some(PlantedBug::HbmSharedPerCore)
+        && !plant(r, plant::hbm_shared_per_core(&mut report.hbm, &per_core))
+    {
+        return;
+    }
+    if cfg.plant == Some(PlantedBug::SyncAddressOnly) && !plant(r, plant::sync_address_only(&mut per_core)) {
         return;
     }
     if !cfg.pipeline.disable_dram_allocation {
         let v = check_modules(&per_core, &cfg.pipeline.check_config(&report));
         r.check("IR checker: live tensors disjoint, floors, ceilings, shared = views", &[1, 3], list(&v));
+    }
+    let name = "every core's copy of a shared tensor has one (address, partition, bank), the program's";
+    match check_equalized(program, &per_core) {
+        Ok(0) => r.not_exercised(name, &[1], "no core holds a view of a shared tensor".into()),
+        Ok(_) => r.check(name, &[1], Ok(())),
+        Err(v) => r.check(name, &[1], list(&v)),
     }
     let interleaved = run_interleaved(&per_core, &inputs, cfg.seed);
     r.check(
@@ -307,11 +411,32 @@ fn run_program(cfg: &RunConfig, program: &Module, lines: Option<&SourceLines>, r
     if cfg.plant == Some(PlantedBug::DuplicateBarrierId) && !plant(r, plant::duplicate_barrier_id(&mut linked.module)) {
         return;
     }
+    if cfg.plant == Some(PlantedBug::KeepIntermediateOutput)
+        && !plant(r, plant::keep_intermediate_output(&mut linked.module))
+    {
+        return;
+    }
+    if cfg.plant == Some(PlantedBug::SingleCoreSemCount)
+        && !plant(r, plant::single_core_sem_count(&per_core, &mut linked.module))
+    {
+        return;
+    }
+    if cfg.plant == Some(PlantedBug::RenumberUnflagged)
+        && !plant(r, plant::renumber_unflagged(&per_core, &mut linked.module))
+    {
+        return;
+    }
     r.check(
         "link checker: barrier ids unique and dense, shared tensors unified",
         &[1, 2],
         list(&check_linked(&per_core, &linked)),
     );
+    let name = "link: barriers flagged before linking renumbered in seed order, unflagged ones keep their ids";
+    match check_barrier_ids(&per_core, &linked.module) {
+        Ok(seen) if seen.barriers == 0 => r.not_exercised(name, &[2], "the linked module has no barrier".into()),
+        Ok(_) => r.check(name, &[2], Ok(())),
+        Err(v) => r.check(name, &[2], list(&v)),
+    }
     let linked = linked.module;
     // The linked module run engine by engine in a seeded order that respects
     // only its dependency edges and barriers: a lost or mis-mapped edge shows.
@@ -345,7 +470,8 @@ fn run_program(cfg: &RunConfig, program: &Module, lines: Option<&SourceLines>, r
     };
     r.stage("package", Ok(format!("NEFF of {} bytes", bytes.len())));
     let names = Names::new(&linked, lines);
-    execute_neff(cfg, &bytes, Some((&golden, INTERPRETER_OUTPUTS)), Some(inputs), Some(&names), r);
+    let hbm = (report.hbm.total, report.hbm.shared);
+    execute_neff(cfg, &bytes, Some((&golden, INTERPRETER_OUTPUTS)), Some(inputs), Some(&names), Some(hbm), r);
 }
 
 /// The output check against the reference interpreter.
@@ -384,13 +510,15 @@ fn load(rt: &Runtime<SimDevice>, bytes: &[u8], seed: u64) -> Result<lncsim_model
 }
 
 /// Loads and simulates a NEFF; `golden` is the reference outputs and the name
-/// of the check comparing with them; `names` names the findings in the program's terms.
+/// of the check comparing with them; `names` names the findings in the program's terms;
+/// `hbm`: the allocator's reported (total, shared) HBM bytes, when the run compiled the program.
 fn execute_neff(
     cfg: &RunConfig,
     bytes: &[u8],
     golden: Option<(&Values, &'static str)>,
     inputs: Option<Values>,
     names: Option<&Names<'_>>,
+    hbm: Option<(u64, u64)>,
     r: &mut Rec<'_>,
 ) {
     let header = match NeffHeader::parse(bytes) {
@@ -426,6 +554,21 @@ fn execute_neff(
         (_, Err(e)) => vec![format!("the NEFF reader refuses the file the loader loaded: {e}")],
     };
     r.check("load layout: staged bytes inside their allocations, tables, IO sizes, no overlap", &[6], list(&layout));
+    if let Some((total, shared)) = hbm {
+        r.check(
+            "HBM accounting (shared bytes once) equals the loaded tensors' footprint on the device",
+            &[3],
+            check_hbm(&images, total, shared),
+        );
+    }
+    if let Some((golden, _)) = golden {
+        r.check(
+            "the NEFF's outputs are the program's outputs: none extra, none missing",
+            &[5],
+            check_neff_outputs(&images, golden.keys().map(String::as_str)).map(|_| ()).or_else(|v| list(&v)),
+        );
+    }
+    let first = handed(&rt, model.h_nn, "load 1".into());
     if images.iter().any(|i| i.isa == Isa::Opaque) {
         // Nothing here can run the real Neuron ISA: the outcome is its own, not a failed check.
         r.stage("execute", Err(format!("{NOT_EXECUTABLE} (the real Neuron ISA is staged, not simulated)")));
@@ -492,6 +635,22 @@ fn execute_neff(
     r.sim = Some(report);
     let unloaded = unload_verdict(&rt, rt.nrt_unload(&model));
     r.check("unload leaves the device empty and nothing registered", &[6], unloaded);
+    if cfg.effective_features().reloads {
+        if cfg.plant == Some(PlantedBug::HandleRollback) {
+            rt.plant_handle_rollback();
+            r.stage("plant", Ok("the registry takes back the handles of a load failed at the S0 edge".into()));
+        }
+        let loads = first.and_then(|f| reload_sequence(&rt, f, &mut |rt| load(rt, bytes, cfg.seed)));
+        let outcome = loads.and_then(|l| {
+            let verdict = check_handles(&l).or_else(|v| list(&v));
+            verdict.and_then(|()| unload_verdict(&rt, Ok(())))
+        });
+        r.check(
+            "registry: no H_NN or H_MODEL handed out twice in a run (reloads around the asymmetric S0 edge)",
+            &[6],
+            outcome,
+        );
+    }
 }
 
 /// Seeded values for every input variable of a loaded NEFF (by name, like

@@ -263,7 +263,7 @@ fn simulate(
     r.stage("package", Ok(format!("NEFF of {} bytes", bytes.len())));
     let names = Names::new(linked, lines);
     let golden = reference.as_ref().map(|g| (g, SIM_VS_REFERENCE));
-    execute_neff(cfg, &bytes, golden, Some(inputs), Some(&names), r);
+    execute_neff(cfg, &bytes, golden, Some(inputs), Some(&names), None, r);
     if reference.is_none() && r.sim.is_some() {
         r.not_exercised(SIM_VS_REFERENCE, &[5], "no reference outputs: the reference run failed".into());
     }

@@ -10,6 +10,7 @@ use std::fmt;
 
 use lncsim_model::codegen::record::{FLAG_SIGNAL, Opcode};
 use lncsim_model::codegen::{CoreCode, VarKind};
+use lncsim_model::dram::HbmUsage;
 use lncsim_model::ir::{InstId, MemLocId, MemType, Module, Op, Usage};
 
 /// A bug the run plants in one stage's output.
@@ -25,16 +26,34 @@ pub enum PlantedBug {
     DropSemSignal,
     /// In the TNC cache: waiters of a failed creator are never woken.
     TncNoWake,
+    /// In the HBM accounting: shared bytes counted once per core that holds a copy, not once.
+    HbmSharedPerCore,
+    /// In sync_shared_allocations: views get the owner's address but not its partition and bank.
+    SyncAddressOnly,
+    /// In the linker: barriers that were not flagged are renumbered too.
+    RenumberUnflagged,
+    /// In the linker: a cross-core intermediate stays an external output instead of being demoted.
+    KeepIntermediateOutput,
+    /// In the linker: each merged queue's semaphore count taken from a single core (the first that declares it).
+    SingleCoreSemCount,
+    /// In the registry: the asymmetric S0 edge takes back the handles of a model that stays registered.
+    HandleRollback,
 }
 
 impl PlantedBug {
     /// Every planted bug.
-    pub const ALL: [PlantedBug; 5] = [
+    pub const ALL: [PlantedBug; 11] = [
         PlantedBug::OverlapLiveTensors,
         PlantedBug::DuplicateBarrierId,
         PlantedBug::UnsyncedShared,
         PlantedBug::DropSemSignal,
         PlantedBug::TncNoWake,
+        PlantedBug::HbmSharedPerCore,
+        PlantedBug::SyncAddressOnly,
+        PlantedBug::RenumberUnflagged,
+        PlantedBug::KeepIntermediateOutput,
+        PlantedBug::SingleCoreSemCount,
+        PlantedBug::HandleRollback,
     ];
 
     /// The name `--plant` takes.
@@ -45,6 +64,12 @@ impl PlantedBug {
             PlantedBug::UnsyncedShared => "unsynced-shared",
             PlantedBug::DropSemSignal => "drop-sem-signal",
             PlantedBug::TncNoWake => "tnc-no-wake",
+            PlantedBug::HbmSharedPerCore => "hbm-shared-per-core",
+            PlantedBug::SyncAddressOnly => "sync-address-only",
+            PlantedBug::RenumberUnflagged => "renumber-unflagged",
+            PlantedBug::KeepIntermediateOutput => "keep-intermediate-output",
+            PlantedBug::SingleCoreSemCount => "single-core-sem-count",
+            PlantedBug::HandleRollback => "handle-rollback",
         }
     }
 
@@ -181,4 +206,123 @@ pub fn drop_sem_signal(codes: &mut [CoreCode]) -> Result<String, String> {
         }
     }
     Err("no record signals a semaphore".into())
+}
+
+/// Counts each module's shared bytes into the total (as a per-core accounting
+/// would), instead of the shared region once.
+pub fn hbm_shared_per_core(hbm: &mut HbmUsage, per_core: &[Module]) -> Result<String, String> {
+    let page = |b: u64| b.div_ceil(4096).saturating_mul(4096);
+    let per_module: Vec<u64> = per_core
+        .iter()
+        .map(|m| {
+            m.memlocs
+                .iter()
+                .filter(|l| l.usage == Usage::Shared && l.address.is_some())
+                .fold(0u64, |t, l| t.saturating_add(page(l.byte_size())))
+        })
+        .collect();
+    let holders = per_module.iter().filter(|&&b| b > 0).count();
+    if holders < 2 {
+        return Err("no shared tensor is held by two cores".into());
+    }
+    let counted = per_module.iter().fold(0u64, |t, &b| t.saturating_add(b));
+    let (old_total, old_shared) = (hbm.total, hbm.shared);
+    hbm.shared = counted;
+    hbm.total = hbm.private.iter().fold(counted, |t, &p| t.saturating_add(p));
+    Ok(format!(
+        "HBM accounted {} B ({} B shared, per core over {holders} cores) instead of {old_total} B ({old_shared} B shared)",
+        hbm.total, hbm.shared
+    ))
+}
+
+/// Leaves every view's partition and bank as the split made them (0, 0), as a
+/// sync that copies only the address does; needs a shared tensor placed off
+/// partition 0 / bank 0 (`--features placed-shared`, implied by this plant).
+pub fn sync_address_only(per_core: &mut [Module]) -> Result<String, String> {
+    let mut views = Vec::new();
+    for m in per_core.iter_mut() {
+        let core = m.attrs.neuron_core_id.unwrap_or(0);
+        for l in &mut m.memlocs {
+            if l.remote_local_target.is_some() && (l.partition, l.bank) != (0, 0) {
+                (l.partition, l.bank) = (0, 0);
+                views.push(format!("core {core} `{}`", l.name));
+            }
+        }
+    }
+    match views.first() {
+        None => Err("no view of a shared tensor has a partition or bank to copy".into()),
+        Some(first) => Ok(format!("{} view(s) kept partition 0, bank 0 (first: {first})", views.len())),
+    }
+}
+
+/// Renumbers every barrier of the linked module in seed 000 order, flagged
+/// before linking or not (as a linker that ignores the flag does); needs an
+/// unflagged barrier (`--features unflagged-barriers`, implied by this plant).
+pub fn renumber_unflagged(per_core: &[Module], linked: &mut Module) -> Result<String, String> {
+    let unflagged = per_core
+        .iter()
+        .flat_map(|m| m.functions.iter().flat_map(|f| &f.insts))
+        .any(|i| matches!(&i.op, Op::CoreBarrier(b) if !b.flagged));
+    if !unflagged {
+        return Err("no barrier is left unflagged before linking".into());
+    }
+    let mut next = 0u32;
+    let mut changed = 0usize;
+    for f in &mut linked.functions {
+        let order: Vec<InstId> = f.order().collect();
+        for id in order {
+            if let Op::CoreBarrier(b) = &mut f.insts[id.index()].op {
+                changed += usize::from(b.id != next);
+                b.id = next;
+                next += 1;
+            }
+        }
+    }
+    Ok(format!("all {next} barriers renumbered from 0, unflagged ones too ({changed} ids changed)"))
+}
+
+/// Makes the first tensor that two core functions of the linked module touch
+/// (a cross-core intermediate) an external output again, as a linker whose
+/// `fixOutputKind` does not demote it would leave it.
+pub fn keep_intermediate_output(linked: &mut Module) -> Result<String, String> {
+    let mut first_fn: Vec<Option<usize>> = vec![None; linked.memlocs.len()];
+    let mut cross: Option<usize> = None;
+    'scan: for (fi, f) in linked.functions.iter().enumerate() {
+        for i in &f.insts {
+            for l in i.reads().iter().map(|a| a.loc).chain(i.write().map(|a| a.loc)) {
+                let slot = &mut first_fn[l.index()];
+                match *slot {
+                    None => *slot = Some(fi),
+                    Some(g) if g != fi && linked.memlocs[l.index()].usage == Usage::Shared => {
+                        cross = Some(l.index());
+                        break 'scan;
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+    let k = cross.ok_or("no tensor is touched by two cores")?;
+    let l = &mut linked.memlocs[k];
+    l.usage = Usage::Output;
+    Ok(format!("cross-core intermediate `{}` left an external output", l.name))
+}
+
+/// Sets every merged queue's semaphore count to the first declaring core's count,
+/// as a linker that takes the merged count from a single core does; needs a
+/// core declaring more than core 0 (`--features sem-pool`, implied by this plant).
+pub fn single_core_sem_count(per_core: &[Module], linked: &mut Module) -> Result<String, String> {
+    let mut changed = Vec::new();
+    for q in &mut linked.queues {
+        // The first core that declares the queue is the single core counted.
+        let Some(c0) = per_core.iter().flat_map(|m| &m.queues).find(|c| c.name == q.name) else { continue };
+        if c0.semaphores != q.semaphores {
+            changed.push(format!("`{}` {} -> {}", q.name, q.semaphores, c0.semaphores));
+            q.semaphores = c0.semaphores;
+        }
+    }
+    if changed.is_empty() {
+        return Err("every core declares the same semaphore counts".into());
+    }
+    Ok(format!("merged semaphore counts from a single core: {}", changed.join(", ")))
 }

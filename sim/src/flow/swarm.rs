@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use super::report::CheckResult;
 use super::signature::signatures;
-use super::{LoadFault, PlantedBug, RunConfig, run};
+use super::{Features, LoadFault, PlantedBug, RunConfig, run};
 
 /// One of `count` disjoint shards of a seed range: seeds `start + index + k * count`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +86,12 @@ pub fn mix(seed: u64, cores_max: u32) -> RunConfig {
         _ => None,
     };
     cfg.faults.loaders = if rng.random_range(0..4) == 0 { rng.random_range(2..=5) } else { 0 };
+    // The contract features draw from a stream of their own, so the draws above stay those of earlier swarms.
+    let mut frng = ChaCha8Rng::seed_from_u64(seed ^ 0xFEA7_5EED);
+    cfg.features.placed_shared = frng.random_range(0..100) < 40;
+    cfg.features.unflagged_barriers = frng.random_range(0..100) < 40;
+    cfg.features.reloads = frng.random_range(0..100) < 30;
+    cfg.features.sem_pool = frng.random_range(0..100) < 40;
     cfg
 }
 
@@ -106,6 +112,8 @@ pub struct Mix {
     pub load_fault: Option<(&'static str, u64)>,
     /// Concurrent TNC loaders (0 = none).
     pub loaders: u32,
+    /// The contract features (placed shared tensors, unflagged barriers, reloads).
+    pub features: Features,
 }
 
 impl Mix {
@@ -126,6 +134,7 @@ impl Mix {
                 LoadFault::CopyIn(k) => ("copyin", k),
             }),
             loaders: cfg.faults.loaders,
+            features: cfg.features,
         }
     }
 
@@ -143,6 +152,7 @@ impl Mix {
         if self.loaders > 0 {
             f.push("tnc-loaders".to_owned());
         }
+        f.extend(self.features.words().into_iter().map(str::to_owned));
         f
     }
 
@@ -156,6 +166,7 @@ impl Mix {
             "dma_spikes": self.dma_spikes,
             "load_fault": self.load_fault.map(|(k, n)| json!({"kind": k, "index": n})),
             "loaders": self.loaders,
+            "features": self.features.words(),
         })
     }
 }
@@ -178,6 +189,7 @@ impl std::fmt::Display for Mix {
         if self.loaders > 0 {
             parts.push(format!("{} loaders", self.loaders));
         }
+        parts.extend(self.features.words().into_iter().map(str::to_owned));
         write!(f, "{}", parts.join(", "))
     }
 }
@@ -308,6 +320,22 @@ pub fn swarm(cfg: &SwarmConfig, stop: &AtomicBool, on_done: &(dyn Fn(&SeedOutcom
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mixes_draw_every_contract_feature_and_replay_it() {
+        let mixes: Vec<RunConfig> = (0..60).map(|s| mix(s, 8)).collect();
+        for (name, on) in [
+            ("placed-shared", mixes.iter().filter(|c| c.features.placed_shared).count()),
+            ("unflagged-barriers", mixes.iter().filter(|c| c.features.unflagged_barriers).count()),
+            ("reloads", mixes.iter().filter(|c| c.features.reloads).count()),
+            ("sem-pool", mixes.iter().filter(|c| c.features.sem_pool).count()),
+        ] {
+            assert!((5..55).contains(&on), "{name} drawn in {on} of 60 seeds");
+        }
+        let c = mixes.iter().find(|c| c.features.reloads).expect("a seed with reloads");
+        assert!(c.replay().expect("a generated run replays").contains(" --features "), "{:?}", c.replay());
+        assert!(Mix::of(c).features().contains(&"reloads".to_owned()));
+    }
 
     #[test]
     fn shards_partition_the_range() {

@@ -1,0 +1,102 @@
+//! The seeded transforms behind [`super::Features`]: each edits the run's own
+//! program (or the split's barriers, which the run could have written in its
+//! program text) so that a seed contract's end-to-end check has something
+//! to see. Each draws from its own stream of the run seed.
+
+use lncsim_model::ir::{Engine, Inst, MemType, Module, Op, Usage};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// `placed-shared`: every DRAM internal, spill or output tensor of `program`
+/// gets a seeded (partition 1..=3, bank 0..=3), so that a shared tensor's
+/// views must receive all three of (address, partition, bank) from its owner.
+/// Returns how many tensors it placed.
+pub(crate) fn place_shared(program: &mut Module, seed: u64) -> usize {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x9A27_BA4C);
+    let mut n = 0;
+    for l in &mut program.memlocs {
+        if l.mem_type == MemType::Dram && matches!(l.usage, Usage::Internal | Usage::Spill | Usage::Output) {
+            l.partition = rng.random_range(1..=3);
+            l.bank = rng.random_range(0..=3);
+            n += 1;
+        }
+    }
+    n
+}
+
+/// `unflagged-barriers`: a seeded third of the logical barrier groups (at
+/// least one when there is any) is left unflagged, each arrival with a slot id
+/// of its own above every id the renumbering can give (the barrier count plus
+/// one completion barrier per core), which the linker must keep. Returns how
+/// many arrivals it unflagged.
+pub(crate) fn unflag_barriers(per_core: &mut [Module], seed: u64) -> usize {
+    let barriers = |m: &Module| -> usize {
+        m.functions.iter().flat_map(|f| &f.insts).filter(|i| matches!(i.op, Op::CoreBarrier(_))).count()
+    };
+    let total: usize = per_core.iter().map(barriers).sum();
+    let mut groups: Vec<u32> = per_core
+        .iter()
+        .flat_map(|m| m.functions.iter().flat_map(|f| &f.insts))
+        .filter_map(|i| if let Op::CoreBarrier(b) = &i.op { Some(b.group) } else { None })
+        .collect();
+    groups.sort_unstable();
+    groups.dedup();
+    if groups.is_empty() {
+        return 0;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x0BF1_A66D);
+    let mut chosen: Vec<u32> = groups.iter().copied().filter(|_| rng.random_range(0..3) == 0).collect();
+    if chosen.is_empty() {
+        chosen.push(groups[rng.random_range(0..groups.len())]);
+    }
+    let base = u32::try_from(total.saturating_add(per_core.len())).unwrap_or(u32::MAX / 2);
+    let mut next = base;
+    for m in per_core.iter_mut() {
+        for f in &mut m.functions {
+            for i in &mut f.insts {
+                if let Op::CoreBarrier(b) = &mut i.op
+                    && chosen.binary_search(&b.group).is_ok()
+                {
+                    b.flagged = false;
+                    b.id = next;
+                    next = next.saturating_add(1);
+                }
+            }
+        }
+    }
+    (next - base) as usize
+}
+
+/// `sem-pool`: every queue of core `k` declares `k` more semaphores than the
+/// program did, and every core uses the highest semaphore of the merged pool
+/// the linker must provide (per queue the largest core's count, seed 000
+/// section 6; the pool is their sum): a POOL-engine `sem_signal` then
+/// `sem_wait value 1` at the end of its function. Returns how many cores use it.
+pub(crate) fn use_sem_pool(per_core: &mut [Module]) -> usize {
+    let mut merged: std::collections::BTreeMap<String, u32> = std::collections::BTreeMap::new();
+    for (k, m) in per_core.iter_mut().enumerate() {
+        for q in &mut m.queues {
+            q.semaphores = q.semaphores.saturating_add(k as u32);
+            let e = merged.entry(q.name.clone()).or_insert(0);
+            *e = (*e).max(q.semaphores);
+        }
+    }
+    let pool = merged.values().fold(0u32, |t, &c| t.saturating_add(c));
+    let Some(idx) = pool.checked_sub(1) else { return 0 };
+    let mut n = 0;
+    for (k, m) in per_core.iter_mut().enumerate() {
+        let core = m.attrs.neuron_core_id.unwrap_or(k as u32);
+        let Some(f) = m.functions.iter_mut().rfind(|f| !f.blocks.is_empty()) else { continue };
+        let block = lncsim_model::ir::BlockId::from_index(f.blocks.len() - 1);
+        for (name, op) in [
+            (format!("sem_pool_signal_c{core}"), Op::SemSignal { sem: idx }),
+            (format!("sem_pool_wait_c{core}"), Op::SemWait { sem: idx, value: 1 }),
+        ] {
+            let mut i = Inst::new(name, Engine::Pool, op);
+            i.core = Some(core);
+            f.push_inst(block, i);
+        }
+        n += 1;
+    }
+    n
+}
