@@ -9,7 +9,16 @@
 //! locations has dozens of such pairs, and every collision sends the linker's
 //! name table and `Module::verify` down their slow exact paths.
 
-use std::hash::Hasher;
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A name -> value table hashed with [`NameHasher`]: for lookups only (never
+/// iterate it into a result). Exact: keys are compared in full, so a hash
+/// collision costs time, never a wrong answer.
+pub(crate) type NameMap<'a, V> = HashMap<&'a str, V, BuildHasherDefault<NameHasher>>;
+
+/// A set of names hashed with [`NameHasher`], for membership tests only.
+pub(crate) type NameSet<'a> = HashSet<&'a str, BuildHasherDefault<NameHasher>>;
 
 /// Hashes a `u64` that already is a hash.
 #[derive(Default)]
