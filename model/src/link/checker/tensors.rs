@@ -165,8 +165,8 @@ impl<'a> Ck<'a> {
                     errs.push((ViolationKind::Shared, format!("view `{}` of core {c} has no target", v.name)));
                     continue;
                 };
-                let unified = match self.by_key.get(&key).map(|s| s.iter().copied().collect::<Vec<_>>()) {
-                    Some(ls) if ls.len() == 1 => ls[0],
+                let unified = match self.by_key.get(&key).map(Vec::as_slice) {
+                    Some(&[l]) => l,
                     Some(_) => continue, // split: reported by `locations`
                     None => match self.linked_names.get(r.name.as_str()) {
                         Some(&i) => i,
