@@ -111,6 +111,58 @@ fn unmarked_views_are_skipped_and_one_core_returns_at_once() {
     assert_eq!(r.hits("dram.sync_single_core"), 1);
 }
 
+#[test]
+fn an_already_addressed_view_is_left_alone_and_the_owner_is_never_written() {
+    let mut ms = allocated();
+    let owner = loc(&ms[0], "t").clone();
+    loc_mut(&mut ms[1], "t_in1").address = Some(0x7000);
+    let synced = sync_shared_allocations(&mut ms).unwrap();
+    // Seed: `if loc[168] != 0: continue` (the old pass rewrote it with the owner's address).
+    assert_eq!(loc(&ms[1], "t_in1").address, Some(0x7000));
+    assert!(synced.iter().all(|s| s.view != "t_in1"), "{synced:?}");
+    assert_eq!(loc(&ms[0], "t"), &owner, "the owner keeps its own triple");
+}
+
+#[test]
+fn only_shared_dram_locations_are_equalized_even_when_marked() {
+    let mut ms = allocated();
+    // A marked, unaddressed private location with a remote target: usage class is not the shared one.
+    let v = loc_mut(&mut ms[1], "t_in1");
+    v.usage = Usage::Internal;
+    let synced = sync_shared_allocations(&mut ms).unwrap();
+    assert_eq!(loc(&ms[1], "t_in1").address, None);
+    assert!(synced.iter().all(|s| s.view != "t_in1"), "{synced:?}");
+}
+
+#[test]
+fn a_marked_shared_location_without_a_remote_target_is_a_typed_error() {
+    let mut ms = allocated();
+    loc_mut(&mut ms[1], "t_in1").remote_local_target = None;
+    let before = ms.clone();
+    let err = sync_shared_allocations(&mut ms).unwrap_err();
+    assert_eq!(err, SyncError::NoRemoteTarget { core: 1, view: "t_in1".into() });
+    assert!(err.to_string().contains("getRemoteLocalTarget().has_value()"), "{err}");
+    assert_eq!(ms, before);
+}
+
+#[test]
+fn the_core_count_attribute_not_the_module_count_decides_single_core() {
+    let mut ms = allocated();
+    for m in &mut ms {
+        m.attrs.lnc_size = 1;
+    }
+    let before = ms.clone();
+    let r = Recorder::start();
+    assert_eq!(sync_shared_allocations(&mut ms), Ok(vec![]));
+    assert_eq!(r.hits("dram.sync_single_core"), 1);
+    assert_eq!(ms, before, "two modules, but the attribute says one core");
+    // And with the attribute at 2, the same modules are equalized.
+    for m in &mut ms {
+        m.attrs.lnc_size = 2;
+    }
+    assert_eq!(sync_shared_allocations(&mut ms).unwrap().len(), 2);
+}
+
 /// One tensor produced on core 0 and read on every other core of four.
 const BROADCAST: &str = "\
 module b lnc 4

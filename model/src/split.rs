@@ -23,7 +23,7 @@
 //! core (outputs are written once and read by the host); an unbound
 //! instruction is on core 0 only when `lnc_size == 1`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeSet, HashSet};
 
 use crate::ir::*;
 use crate::marks;
@@ -98,35 +98,35 @@ pub fn split(program: &Module) -> Result<Vec<Module>, SplitError> {
     let cores: Vec<u32> = func.insts.iter().map(core_of).collect::<Result<_, _>>()?;
     let owner = owners(program, func, &cores)?;
 
-    // Cross-core dependents of each instruction: (dependent inst, its core).
-    let mut dependents: BTreeMap<InstId, BTreeSet<u32>> = BTreeMap::new();
+    // Cross-core dependents of each instruction: the cores of its dependents elsewhere.
+    let mut dependents: Vec<Vec<u32>> = vec![Vec::new(); func.insts.len()];
     for id in func.order() {
         let inst = &func.insts[id.index()];
         let here = cores[id.index()];
         for r in inst.reads() {
-            if let Some(&(a, p)) = owner.get(&r.loc)
+            if let Some(&Some((a, p))) = owner.get(r.loc.index())
                 && a != here
             {
                 if program.loc(r.loc).usage == Usage::Output {
                     let loc = program.loc(r.loc).name.clone();
                     return Err(SplitError::OutputReadCrossCore { loc, producer: a, reader: here });
                 }
-                dependents.entry(p).or_default().insert(here);
+                insert_sorted(&mut dependents[p.index()], here);
             }
         }
         for d in &inst.deps {
             if cores[d.inst.index()] != here {
-                dependents.entry(d.inst).or_default().insert(here);
+                insert_sorted(&mut dependents[d.inst.index()], here);
             }
         }
     }
     // Cross-core tensors and the consumer cores of each.
-    let mut consumers: BTreeMap<MemLocId, BTreeSet<u32>> = BTreeMap::new();
+    let mut consumers: Vec<Vec<u32>> = vec![Vec::new(); program.memlocs.len()];
     for id in func.order() {
         let here = cores[id.index()];
         for r in func.insts[id.index()].reads() {
-            if owner.get(&r.loc).is_some_and(|&(a, _)| a != here) {
-                consumers.entry(r.loc).or_default().insert(here);
+            if owner.get(r.loc.index()).copied().flatten().is_some_and(|(a, _)| a != here) {
+                insert_sorted(&mut consumers[r.loc.index()], here);
             }
         }
     }
@@ -135,18 +135,23 @@ pub fn split(program: &Module) -> Result<Vec<Module>, SplitError> {
     (0..lnc).map(|c| CoreSplit::new(program, func, &analysis, c).build()).collect()
 }
 
-/// The owning core and writing instruction of every written location.
-fn owners(program: &Module, func: &Function, cores: &[u32]) -> Result<BTreeMap<MemLocId, (u32, InstId)>, SplitError> {
-    let mut owner: BTreeMap<MemLocId, (u32, InstId)> = BTreeMap::new();
+/// Inserts `x` into the sorted, distinct `v` (a few cores: a linear insert).
+fn insert_sorted(v: &mut Vec<u32>, x: u32) {
+    if let Err(at) = v.binary_search(&x) {
+        v.insert(at, x);
+    }
+}
+
+/// The owning core and writing instruction of every written location, by location index.
+fn owners(program: &Module, func: &Function, cores: &[u32]) -> Result<Vec<Option<(u32, InstId)>>, SplitError> {
+    let mut owner: Vec<Option<(u32, InstId)>> = vec![None; program.memlocs.len()];
     for id in func.order() {
         if let Some(w) = func.insts[id.index()].write() {
             let c = cores[id.index()];
-            match owner.get(&w.loc) {
-                Some(&(a, _)) if a != c => return Err(SplitError::MultipleWriters(program.loc(w.loc).name.clone())),
+            match owner[w.loc.index()] {
+                Some((a, _)) if a != c => return Err(SplitError::MultipleWriters(program.loc(w.loc).name.clone())),
                 Some(_) => {}
-                None => {
-                    owner.insert(w.loc, (c, id));
-                }
+                None => owner[w.loc.index()] = Some((c, id)),
             }
         }
     }
@@ -157,14 +162,14 @@ fn owners(program: &Module, func: &Function, cores: &[u32]) -> Result<BTreeMap<M
 struct Analysis<'p> {
     /// The core of every instruction.
     cores: Vec<u32>,
-    /// The owning core and writing instruction of every written location.
-    owner: BTreeMap<MemLocId, (u32, InstId)>,
-    /// The consumer cores of every cross-core tensor.
-    consumers: BTreeMap<MemLocId, BTreeSet<u32>>,
-    /// The cores that depend on each instruction from another core.
-    dependents: BTreeMap<InstId, BTreeSet<u32>>,
-    /// Every program location's name (a view's name must not be one of them).
-    names: BTreeSet<&'p str>,
+    /// The owning core and writing instruction of every written location, by location index.
+    owner: Vec<Option<(u32, InstId)>>,
+    /// The consumer cores of every location, sorted (empty: not a cross-core tensor).
+    consumers: Vec<Vec<u32>>,
+    /// The cores that depend on each instruction from another core, sorted, by instruction index.
+    dependents: Vec<Vec<u32>>,
+    /// Every program location's name (a view's name must not be one of them; lookups only).
+    names: HashSet<&'p str>,
 }
 
 /// The state of building one core's module.
@@ -173,8 +178,8 @@ struct CoreSplit<'a> {
     func: &'a Function,
     a: &'a Analysis<'a>,
     core: u32,
-    /// Program location -> this core's location.
-    locs: BTreeMap<MemLocId, MemLocId>,
+    /// Program location (by index) -> this core's location.
+    locs: Vec<Option<MemLocId>>,
     m: Module,
 }
 
@@ -185,17 +190,17 @@ impl<'a> CoreSplit<'a> {
             attrs: ModuleAttrs { lnc_size: program.attrs.lnc_size, neuron_core_id: Some(core) },
             ..Module::default()
         };
-        CoreSplit { program, func, a, core, locs: BTreeMap::new(), m }
+        CoreSplit { program, func, a, core, locs: vec![None; program.memlocs.len()], m }
     }
 
     fn build(mut self) -> Result<Module, SplitError> {
         self.locations()?;
         self.queues();
         let mut f = Function { name: self.func.name.clone(), ..Function::default() };
-        f.args = self.func.args.iter().filter_map(|a| self.locs.get(a).copied()).collect();
-        // Program inst -> this core's inst; group -> this core's barrier arrival.
-        let mut insts: BTreeMap<InstId, InstId> = BTreeMap::new();
-        let mut arrival: BTreeMap<InstId, InstId> = BTreeMap::new();
+        f.args = self.func.args.iter().filter_map(|a| self.locs[a.index()]).collect();
+        // Program inst -> this core's inst; producer -> this core's barrier arrival (by program index).
+        let mut insts: Vec<Option<InstId>> = vec![None; self.func.insts.len()];
+        let mut arrival: Vec<Option<InstId>> = vec![None; self.func.insts.len()];
         let mut group = 0u32;
         let mut slot = 0u32;
         for b in &self.func.blocks {
@@ -206,11 +211,12 @@ impl<'a> CoreSplit<'a> {
                 let here = self.a.cores[pid.index()];
                 if here == self.core {
                     let inst = self.clone_inst(pinst, &insts, &arrival);
-                    insts.insert(pid, f.push_inst(block, inst));
+                    insts[pid.index()] = Some(f.push_inst(block, inst));
                 }
-                if let Some(deps) = self.a.dependents.get(&pid) {
-                    let participants: Vec<u32> =
-                        deps.iter().copied().chain([here]).collect::<BTreeSet<_>>().into_iter().collect();
+                let deps = &self.a.dependents[pid.index()];
+                if !deps.is_empty() {
+                    let mut participants = deps.clone();
+                    insert_sorted(&mut participants, here);
                     if participants.contains(&self.core) {
                         let mut cb = Inst::new(
                             format!("cb{group}"),
@@ -218,11 +224,11 @@ impl<'a> CoreSplit<'a> {
                             Op::CoreBarrier(CoreBarrier { group, participants, id: slot, flagged: true }),
                         );
                         cb.core = Some(self.core);
-                        if let Some(&mine) = insts.get(&pid) {
+                        if let Some(mine) = insts[pid.index()] {
                             cb.deps.push(Dep { inst: mine, kind: EdgeKind::Control });
                         }
                         slot += 1;
-                        arrival.insert(pid, f.push_inst(block, cb));
+                        arrival[pid.index()] = Some(f.push_inst(block, cb));
                     }
                     group += 1;
                 }
@@ -234,8 +240,9 @@ impl<'a> CoreSplit<'a> {
 
     /// This core's copy of `pinst`: locations remapped, same-core deps kept,
     /// a control dep on this core's barrier arrival for every cross-core producer.
-    fn clone_inst(&self, pinst: &Inst, insts: &BTreeMap<InstId, InstId>, arrival: &BTreeMap<InstId, InstId>) -> Inst {
-        let map = |a: &AccessPattern| AccessPattern { loc: self.locs[&a.loc], ..*a };
+    fn clone_inst(&self, pinst: &Inst, insts: &[Option<InstId>], arrival: &[Option<InstId>]) -> Inst {
+        // Every location this core's instructions touch was mapped by `locations`.
+        let map = |a: &AccessPattern| AccessPattern { loc: self.locs[a.loc.index()].unwrap_or(a.loc), ..*a };
         let op = match &pinst.op {
             Op::DmaCopy { src, dst } => Op::DmaCopy { src: map(src), dst: map(dst) },
             Op::Compute { kind, srcs, dst } => {
@@ -248,7 +255,7 @@ impl<'a> CoreSplit<'a> {
         };
         let mut deps = Vec::new();
         for d in &pinst.deps {
-            if let Some(&mine) = insts.get(&d.inst) {
+            if let Some(mine) = insts[d.inst.index()] {
                 deps.push(Dep { inst: mine, kind: d.kind });
             }
         }
@@ -256,11 +263,11 @@ impl<'a> CoreSplit<'a> {
         let reads = pinst.reads();
         let producers = reads
             .iter()
-            .filter_map(|r| self.a.owner.get(&r.loc).map(|&(_, w)| w))
+            .filter_map(|r| self.a.owner[r.loc.index()].map(|(_, w)| w))
             .chain(pinst.deps.iter().map(|d| d.inst))
             .filter(|p| self.a.cores[p.index()] != self.core);
         for p in producers {
-            if let Some(&cb) = arrival.get(&p) {
+            if let Some(cb) = arrival[p.index()] {
                 deps.push(Dep { inst: cb, kind: EdgeKind::Control });
             }
         }
@@ -295,24 +302,22 @@ impl<'a> CoreSplit<'a> {
     /// This core's locations, in program order: what its instructions touch,
     /// with cross-core tensors as shared locations or remote views.
     fn locations(&mut self) -> Result<(), SplitError> {
-        let mut touched = BTreeSet::new();
+        let mut touched = vec![false; self.program.memlocs.len()];
         for (inst, &c) in self.func.insts.iter().zip(&self.a.cores) {
             if c == self.core {
-                touched.extend(inst.reads().iter().map(|a| a.loc));
-                touched.extend(inst.write().map(|a| a.loc));
+                inst.reads().iter().chain(inst.write().as_ref()).for_each(|a| touched[a.loc.index()] = true);
             }
         }
         for (i, l) in self.program.memlocs.iter().enumerate() {
-            let id = MemLocId::from_index(i);
-            if !touched.contains(&id) {
+            if !touched[i] {
                 continue;
             }
-            let cross = self.a.consumers.get(&id);
+            let cross = Some(&self.a.consumers[i]).filter(|c| !c.is_empty());
             let mut loc = l.clone();
             loc.aliases.clear();
-            match (cross, self.a.owner.get(&id)) {
-                (Some(_), Some(&(w, _))) if w == self.core => loc.usage = Usage::Shared,
-                (Some(cons), Some(&(w, _))) if cons.contains(&self.core) => {
+            match (cross, self.a.owner[i]) {
+                (Some(_), Some((w, _))) if w == self.core => loc.usage = Usage::Shared,
+                (Some(cons), Some((w, _))) if cons.contains(&self.core) => {
                     loc.name = view_name(&l.name, self.core);
                     if self.a.names.contains(loc.name.as_str()) {
                         return Err(SplitError::NameCollision(loc.name));
@@ -323,10 +328,11 @@ impl<'a> CoreSplit<'a> {
                 }
                 _ => {}
             }
-            self.locs.insert(id, self.m.add_loc(loc));
+            self.locs[i] = Some(self.m.add_loc(loc));
         }
         for s in &self.program.sets {
-            let locs: Vec<MemLocId> = s.locs.iter().filter_map(|l| self.locs.get(l).copied()).collect();
+            let locs: Vec<MemLocId> =
+                s.locs.iter().filter_map(|l| self.locs.get(l.index()).copied().flatten()).collect();
             if !locs.is_empty() {
                 self.m.sets.push(MemoryLocationSet { name: s.name.clone(), locs });
             }

@@ -24,6 +24,7 @@
 pub mod allocate;
 pub mod anti_deps;
 pub mod checker;
+pub mod clique;
 pub mod config;
 pub mod csv;
 pub mod error;

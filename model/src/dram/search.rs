@@ -48,7 +48,7 @@ pub fn free_list(occupied: &mut [AddrInterval], start: u64, ceiling: u64) -> (Ve
     occupied.sort_unstable_by_key(|r| r.lo);
     let mut free = Vec::new();
     let mut trailing = false;
-    for_each_gap(occupied, start, ceiling, |g, t| {
+    for_each_gap(occupied, start, ceiling, &mut |g, t| {
         free.push(g);
         trailing = t;
         true
@@ -58,7 +58,7 @@ pub fn free_list(occupied: &mut [AddrInterval], start: u64, ceiling: u64) -> (Ve
 
 /// Calls `f(gap, is_trailing)` for each gap of the free list of `sorted`
 /// (occupied ranges sorted by `lo`), lowest first, while `f` returns true.
-fn for_each_gap(sorted: &[AddrInterval], start: u64, ceiling: u64, mut f: impl FnMut(AddrInterval, bool) -> bool) {
+fn for_each_gap(sorted: &[AddrInterval], start: u64, ceiling: u64, f: &mut dyn FnMut(AddrInterval, bool) -> bool) {
     let mut prev_end = start;
     for r in sorted {
         if prev_end >= ceiling {
@@ -105,9 +105,21 @@ pub fn place_in_gap(lo: u64, hi: u64, size: u64, align: u64, multiple: u64) -> O
 /// admissible address at or above `start`; it occupies no byte.
 pub fn search(occupied: &mut [AddrInterval], size: u64, p: &SearchParams) -> Result<u64, u64> {
     occupied.sort_unstable_by_key(|r| r.lo);
+    search_gaps(|f| for_each_gap(occupied, p.start, p.ceiling, f), size, p)
+}
+
+/// [`search`] over gaps that `walk` produces: `walk(f)` calls `f(gap,
+/// is_trailing)` for each gap of `[p.start, p.ceiling)`, lowest first, while
+/// `f` returns true. [`search`] walks a sorted occupied list;
+/// [`super::clique`] walks a merged union kept across placements.
+pub fn search_gaps(
+    walk: impl FnOnce(&mut dyn FnMut(AddrInterval, bool) -> bool),
+    size: u64,
+    p: &SearchParams,
+) -> Result<u64, u64> {
     let mut largest = 0u64;
     let mut best: Option<(bool, u64, u64, bool)> = None; // (is_trailing, gap size, address, bumped)
-    for_each_gap(occupied, p.start, p.ceiling, |g, trailing| {
+    walk(&mut |g: AddrInterval, trailing: bool| {
         largest = largest.max(g.hi - g.lo);
         if size == 0 {
             return true;

@@ -74,6 +74,9 @@ pub fn allocate_using(
     let r = renumber_locations(problem)?;
     match (oracle, cached) {
         (Oracle::Tree, true) => {
+            if super::clique::common_instant(&r).is_some() {
+                return super::clique::run_clique(problem, config, &r);
+            }
             let tree = TreeInterference::new(&r)?;
             run(problem, config, &r, &mut Cached::new(tree, r.len(), DEFAULT_CACHE_BUDGET))
         }
@@ -99,32 +102,47 @@ fn run(
     let pinned = r.pinned();
     let stack = match config.order {
         Order::Seed => simplify(&pinned, oracle),
-        Order::Size => {
-            let sizes: Vec<u64> = r.infos.iter().map(|i| i.aligned_size).collect();
-            // Spans in problem order (one pass over the locations' interval lists), then by dense id.
-            let by_location: Vec<u64> = problem
-                .locations
-                .iter()
-                .map(|loc| {
-                    loc.intervals
-                        .iter()
-                        .fold(0u64, |s, iv| s.saturating_add(iv.last_use.saturating_sub(iv.def).saturating_add(1)))
-                })
-                .collect();
-            let spans: Vec<u64> = r.infos.iter().map(|i| by_location[i.location as usize]).collect();
-            size_order(&pinned, &sizes, &spans)
-        }
+        Order::Size => size_stack(problem, r, &pinned),
     };
     let fit = match config.order {
         Order::Seed => Fit::First,
         Order::Size => Fit::Best,
     };
-    let dense = select_impl(r, oracle, &stack, &regions, config.page, fit).map_err(|(id, size, largest_gap)| {
-        AllocError::OutOfSpace {
-            name: problem.locations[r.infos[id].location as usize].name.clone(),
-            size,
-            largest_gap,
-        }
+    let dense = select_impl(r, oracle, &stack, &regions, config.page, fit);
+    finish(problem, config, r, &regions, &stack, dense)
+}
+
+/// The `--order size` stack of `problem` (oracle-free). O(n log n).
+pub(super) fn size_stack(problem: &Problem, r: &Renumbered, pinned: &[bool]) -> Vec<u32> {
+    let sizes: Vec<u64> = r.infos.iter().map(|i| i.aligned_size).collect();
+    // Spans in problem order (one pass over the locations' interval lists), then by dense id.
+    let by_location: Vec<u64> = problem
+        .locations
+        .iter()
+        .map(|loc| {
+            loc.intervals
+                .iter()
+                .fold(0u64, |s, iv| s.saturating_add(iv.last_use.saturating_sub(iv.def).saturating_add(1)))
+        })
+        .collect();
+    let spans: Vec<u64> = r.infos.iter().map(|i| by_location[i.location as usize]).collect();
+    size_order(pinned, &sizes, &spans)
+}
+
+/// The allocation from select_impl's result: addresses back from dense ids to
+/// problem indices, and the metrics. O(n).
+pub(super) fn finish(
+    problem: &Problem,
+    config: &AllocConfig,
+    r: &Renumbered,
+    regions: &Regions,
+    stack: &[u32],
+    dense: Result<DensePlacement, (usize, u64, u64)>,
+) -> Result<Allocation, AllocError> {
+    let dense = dense.map_err(|(id, size, largest_gap)| AllocError::OutOfSpace {
+        name: problem.locations[r.infos[id].location as usize].name.clone(),
+        size,
+        largest_gap,
     })?;
     // Back from dense ids to problem indices.
     let n = r.len();

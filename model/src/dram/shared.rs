@@ -200,6 +200,16 @@ pub enum SyncError {
         /// The remote core.
         target: u32,
     },
+    /// A marked, unaddressed shared location has no remote target (`memloc.getRemoteLocalTarget().has_value()`).
+    #[error(
+        "core {core}: `{view}` is a marked shared location with no address and no remote target (memloc.getRemoteLocalTarget().has_value())"
+    )]
+    NoRemoteTarget {
+        /// The location's core (module index).
+        core: usize,
+        /// The location.
+        view: String,
+    },
     /// The producer's location has no address (`remote_mloc->isAllocated()`).
     #[error(
         "core {core}: view `{view}` names `{name}` on core {target}, which is not allocated (remote_mloc->isAllocated())"
@@ -231,40 +241,72 @@ pub struct Synced {
     pub bank: u32,
 }
 
-/// `SyncSharedAllocations::run(vector<Module>&)`: every marked shared location
-/// with a `remote_local_target` gets the producer's (address, partition, bank).
+/// `SyncSharedAllocations::run(vector<Module>&)` (seed 004,
+/// "sync_shared_allocations — address equalization"): every core's view of a
+/// shared tensor gets the producer's (address, partition, bank).
 ///
-/// The target module is the one whose NeuronCoreId is the remote core (else
-/// the module at that index). Locations without the `is_shared_post_dram_alloc`
-/// mark are skipped, as the seed's `isSharedPostDRAMAlloc()` test does (with
-/// `--disable-dram-allocation` nothing is marked and the pass is a no-op). The
-/// single-core case returns at once (mark `dram.sync_single_core`). All
-/// updates are computed first: on error no module is changed.
+/// The seed's loop, step by step, and what lncsim does at each:
+///
+/// 1. `if numCores == 1: return`: the core count is the modules' `lnc_size`
+///    attribute (the first module's, `module+0x1a4`), not how many modules were
+///    passed (mark `dram.sync_single_core`).
+/// 2. `if loc[168]!=0 || usageClass != 7: continue`: an already-addressed
+///    location is left alone (a second run changes nothing), and so is every
+///    location outside the shared run's candidate class (lncsim's
+///    `Usage::Shared` in DRAM; inputs, outputs, weights and private tensors are
+///    never touched even when marked).
+/// 3. `if !isSharedPostDRAMAlloc(): continue`: unmarked locations are skipped
+///    (with `--disable-dram-allocation` nothing is marked: a no-op).
+/// 4. `assert opt.has_value()`: an unaddressed, marked shared location without
+///    a `remote_local_target` is [`SyncError::NoRemoteTarget`], not skipped.
+/// 5. `rmloc = modules[coreIdx]...getMemoryLocationByName(remote_name)`,
+///    `assert rmloc != nullptr`: [`SyncError::MissingCore`] /
+///    [`SyncError::MissingTarget`]. The module is the one whose NeuronCoreId
+///    is the remote core, else the one at that index (they agree for the
+///    split's modules).
+/// 6. The copy. **Deviation, by construction of lncsim's split** (DESIGN.md,
+///    "Shared tensors"): the seed's link runs from the allocated copy to the
+///    skipped core's copy, one to one, so it writes `loc`'s triple onto
+///    `rmloc`; lncsim's split links each consumer's *view* to the one
+///    producer copy (many views, one owner), and the owner is what its core's
+///    shared run placed. So the triple flows the other way, owner to view, and
+///    the seed's `assert rmloc->isAllocated()` becomes "the owner is
+///    allocated" ([`SyncError::UnallocatedTarget`]), checked before the copy.
+///    The owner is never modified.
+///
+/// All updates are computed first: on error no module is changed. Cost:
+/// O(L log L) in locations over all modules (one name index per module).
 pub fn sync_shared_allocations(modules: &mut [Module]) -> Result<Vec<Synced>, SyncError> {
-    if modules.len() <= 1 {
+    if modules.first().is_none_or(|m| m.attrs.lnc_size <= 1) {
         crate::marks::hit("dram.sync_single_core");
         return Ok(Vec::new());
+    }
+    let by_name: Vec<std::collections::HashMap<&str, usize>> =
+        modules.iter().map(|m| m.memlocs.iter().enumerate().map(|(i, l)| (l.name.as_str(), i)).collect()).collect();
+    let mut by_core = std::collections::BTreeMap::new();
+    for (i, m) in modules.iter().enumerate() {
+        if let Some(c) = m.attrs.neuron_core_id {
+            by_core.entry(c).or_insert(i);
+        }
     }
     let mut updates: Vec<(usize, usize, Synced)> = Vec::new();
     for (core, m) in modules.iter().enumerate() {
         for (li, l) in m.memlocs.iter().enumerate() {
-            let Some(r) = &l.remote_local_target else { continue };
-            if !l.is_shared_post_dram_alloc {
+            if l.address.is_some() || !Space::Shared.holds(l) || !l.is_shared_post_dram_alloc {
                 continue;
             }
             let view = || l.name.clone();
-            let target = modules
-                .iter()
-                .find(|t| t.attrs.neuron_core_id == Some(r.core))
-                .or_else(|| modules.get(r.core as usize))
+            let r = l.remote_local_target.as_ref().ok_or_else(|| SyncError::NoRemoteTarget { core, view: view() })?;
+            let ti = by_core
+                .get(&r.core)
+                .copied()
+                .or_else(|| ((r.core as usize) < modules.len()).then_some(r.core as usize))
                 .ok_or_else(|| SyncError::MissingCore { core, view: view(), target: r.core })?;
             let name = || r.name.clone();
-            let rl = target.loc_by_name(&r.name).map(|id| target.loc(id)).ok_or_else(|| SyncError::MissingTarget {
-                core,
-                view: view(),
-                name: name(),
-                target: r.core,
-            })?;
+            let rl = by_name[ti]
+                .get(r.name.as_str())
+                .map(|&i| &modules[ti].memlocs[i])
+                .ok_or_else(|| SyncError::MissingTarget { core, view: view(), name: name(), target: r.core })?;
             let address = rl.address.ok_or_else(|| SyncError::UnallocatedTarget {
                 core,
                 view: view(),

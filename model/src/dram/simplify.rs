@@ -21,6 +21,19 @@ use super::interference::Interference;
 /// initially the lowest index is on top. Neighbour lists are sorted, so the
 /// order never depends on the tree's DFS order. Popping the stack back-to-front
 /// assigns the most constrained location first (Briggs optimistic order).
+///
+/// **What the seed has and lncsim does instead** (seed 004, "simplify"): the
+/// binary computes a per-node lo/hi liveness span and a "hi ratio", and moves
+/// a node to the worklist when it drops below "the simplify threshold"; the
+/// seed gives neither the ratio's formula nor the threshold's value. lncsim
+/// uses no threshold and no ratio: every movable location is a candidate at
+/// every step and the least-constrained one (fewest remaining neighbours) is
+/// removed, which is the limit of a Briggs worklist whose threshold admits
+/// every node. Since there is no coloring and no spill, the threshold only
+/// changes the order, never whether a node is placed; the order it gives is
+/// pinned by `simplify_removes_least_constrained_first`. On a clique (the
+/// shared run) the same order is computed without neighbour lists
+/// ([`super::clique::clique_stack`], tested equal to this function).
 pub fn simplify(pinned: &[bool], oracle: &mut impl Interference) -> Vec<u32> {
     let n = pinned.len();
     let mut deg = vec![0u32; n];
