@@ -230,6 +230,20 @@ fn huge_programs_are_typed_errors_not_allocation_aborts() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// Text past the 512 MiB limit (a sparse file: no disk is used) is refused
+/// by every text reader before it is read, in one line naming the limit.
+#[test]
+fn text_past_the_size_limit_is_refused_before_it_is_read() {
+    let d = scratch("hugetext");
+    let p = d.join("big.bir");
+    std::fs::File::create(&p).unwrap().set_len((512 << 20) + 1).unwrap();
+    let p = p.to_str().unwrap();
+    for cmd in [&["fmt", p][..], &["run", p], &["compile", p], &["interp", p], &["alloc", p]] {
+        rejected(cmd, "big.bir: larger than 512 MiB, the most lncsim reads as text");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 #[test]
 fn constructs_the_device_cannot_run_fail_a_stage_of_run() {
     let d = scratch("device");
@@ -255,7 +269,8 @@ fn constructs_the_device_cannot_run_fail_a_stage_of_run() {
                 "",
                 "    i0 = dve relu x[0..16] -> out[0..16] core 0\n    i1 = sp sem_wait 0 value 1 core 0 after i0",
             ),
-            "waits for sem",
+            // The program's own `sem_wait 0`, not the record semaphore it became.
+            "waits for semaphore 0 >= 1 (is 0); nobody left could signal it",
         ),
     ];
     for (name, text, want) in cases {

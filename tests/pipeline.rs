@@ -117,17 +117,23 @@ fn compile_is_deterministic_and_reports_hbm() {
     assert_eq!(a.report.hbm.total, a.report.hbm.private.iter().sum::<u64>() + a.report.hbm.shared);
 }
 
-/// A program past the per-core limit is refused by name and number before any
-/// pass allocates for it; one at the limit passes the size check.
+/// A program past the limit is refused by number before any pass allocates
+/// for it; one at the limit passes the size check.
 #[test]
-fn a_program_past_the_per_core_limit_is_refused_before_any_pass() {
-    use lncsim_model::pipeline::{MAX_CORE_INSTRUCTIONS, PipelineError, check_size};
+fn a_program_past_the_limit_is_refused_before_any_pass() {
+    use lncsim_model::pipeline::{MAX_PROGRAM_INSTRUCTIONS, PipelineError, check_size};
     use lncsim_model::program::{GenConfig, generate};
-    let n = MAX_CORE_INSTRUCTIONS as u32;
-    let big = generate(&GenConfig::with_ops(1, 1, n + 1, 1).unwrap());
-    let e = compile(&big, &PipelineOptions::default()).unwrap_err();
-    assert_eq!(e, PipelineError::TooLarge { core: 0, instructions: u64::from(n) + 1 });
-    assert_eq!(e.to_string(), "core 0 has 1000001 instructions; the pipeline handles at most 1000000 per core");
-    let at = generate(&GenConfig::with_ops(1, 1, n, 1).unwrap());
+    let n = MAX_PROGRAM_INSTRUCTIONS as u32;
+    // Spread over two cores (each within gen's per-core limit).
+    let mut at = generate(&GenConfig::with_ops(1, 2, n / 2, 1).unwrap());
+    assert_eq!(at.functions[0].insts.len() as u64, MAX_PROGRAM_INSTRUCTIONS);
     assert_eq!(check_size(&at), Ok(()));
+    let extra = at.functions[0].insts[0].clone();
+    at.functions[0].insts.push(extra);
+    let e = compile(&at, &PipelineOptions::default()).unwrap_err();
+    assert_eq!(e, PipelineError::TooLarge { instructions: u64::from(n) + 1 });
+    assert_eq!(
+        e.to_string(),
+        "the program has 2000001 instructions; the pipeline handles at most 2000000 (all cores together)"
+    );
 }

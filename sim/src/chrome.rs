@@ -2,8 +2,12 @@
 //! and chrome://tracing open): one process per core, one thread per engine,
 //! one thread per DMA queue, records and transfers as complete (`X`) events,
 //! barriers as flow events (`s` at each earlier arrival, `f` at the release on
-//! the last arriver's track). Timestamps are microseconds with nanosecond
-//! decimals, as the format asks.
+//! the last arriver's track), and each violation of the run as an instant
+//! (`i`) event, category `violation`, on the track of the engine it names
+//! (every waiter's track for a deadlock; the core for a shared tensor placed
+//! apart), with its one-line text in `args`. Timestamps are microseconds with
+//! nanosecond decimals, as the format asks. Cost: O(events + violations x
+//! (tracks + cores)).
 
 use std::io::Write;
 
@@ -12,6 +16,7 @@ use serde_json::{Value, json};
 
 use crate::queue::Time;
 use crate::trace::{Trace, TraceEvent};
+use crate::violation::{Violation, sem_name};
 
 /// Thread id of DMA queue `q` (engines are 0..5).
 pub const DMA_TID_BASE: u32 = 16;
@@ -38,6 +43,44 @@ fn span(name: String, cat: &str, core_ix: u32, tid: u32, start: Time, end: Time,
 impl Trace {
     /// The trace as a Chrome trace-event JSON object.
     pub fn to_chrome_json(&self) -> Value {
+        self.to_chrome_json_marked(&[], &[])
+    }
+
+    /// The trace with `violations` (found at `at_ns`, parallel; a missing time
+    /// is the trace's end) as instant events on their tracks.
+    pub fn to_chrome_json_marked(&self, violations: &[Violation], at_ns: &[Time]) -> Value {
+        let mut v = self.events_json();
+        let end = self.events.iter().map(event_end).max().unwrap_or(0);
+        for (i, viol) in violations.iter().enumerate() {
+            let ts = us(at_ns.get(i).copied().unwrap_or(end));
+            for (core, engine, text) in viol.marks() {
+                // A finding of the whole run (no core) is a global instant, drawn on every track.
+                let ix = match core {
+                    Some(core) => match self.cores.iter().position(|c| c.core == core) {
+                        Some(ix) => Some(ix),
+                        None => continue,
+                    },
+                    None => None,
+                };
+                let mut e = json!({
+                    "ph": "i", "name": viol.kind(), "cat": "violation", "pid": pid(ix.unwrap_or(0) as u32), "ts": ts,
+                    "args": {"violation": text},
+                });
+                match (ix, engine) {
+                    (Some(_), Some(en)) => {
+                        e["s"] = "t".into();
+                        e["tid"] = tid(en).into();
+                    }
+                    (Some(_), None) => e["s"] = "p".into(),
+                    (None, _) => e["s"] = "g".into(),
+                }
+                v.push(e);
+            }
+        }
+        json!({"traceEvents": v, "displayTimeUnit": "ns"})
+    }
+
+    fn events_json(&self) -> Vec<Value> {
         let mut ev: Vec<Value> = Vec::new();
         for (ix, c) in self.cores.iter().enumerate() {
             let p = pid(ix as u32);
@@ -71,7 +114,15 @@ impl Trace {
                     ev.push(span("dma".into(), "dma", *core_ix, DMA_TID_BASE + queue, *start, *end, args));
                 }
                 TraceEvent::SemWait { core_ix, engine, sem, start, end } => {
-                    ev.push(span(format!("wait sem {sem}"), "wait", *core_ix, tid(*engine), *start, *end, json!({})));
+                    ev.push(span(
+                        format!("wait for {}", sem_name(*sem)),
+                        "wait",
+                        *core_ix,
+                        tid(*engine),
+                        *start,
+                        *end,
+                        json!({}),
+                    ));
                 }
                 TraceEvent::Stall { core_ix, engine, start, end } => {
                     ev.push(span("stalled".into(), "fault", *core_ix, tid(*engine), *start, *end, json!({})));
@@ -87,13 +138,30 @@ impl Trace {
                 }
             }
         }
-        json!({"traceEvents": ev, "displayTimeUnit": "ns"})
+        ev
     }
 
     /// Writes the Chrome trace-event JSON to `w` (buffered here).
     pub fn write_chrome(&self, w: impl Write) -> std::io::Result<()> {
+        self.write_chrome_marked(w, &[], &[])
+    }
+
+    /// [`Trace::write_chrome`] with the run's violations as instant events
+    /// (see [`Trace::to_chrome_json_marked`]).
+    pub fn write_chrome_marked(&self, w: impl Write, violations: &[Violation], at_ns: &[Time]) -> std::io::Result<()> {
         let mut w = std::io::BufWriter::new(w);
-        serde_json::to_writer(&mut w, &self.to_chrome_json()).map_err(std::io::Error::other)?;
+        serde_json::to_writer(&mut w, &self.to_chrome_json_marked(violations, at_ns)).map_err(std::io::Error::other)?;
         w.flush()
+    }
+}
+
+/// When a trace event ends.
+fn event_end(e: &TraceEvent) -> Time {
+    match e {
+        TraceEvent::Instr { end, .. }
+        | TraceEvent::Dma { end, .. }
+        | TraceEvent::SemWait { end, .. }
+        | TraceEvent::Stall { end, .. } => *end,
+        TraceEvent::Barrier { release, .. } => *release,
     }
 }

@@ -70,7 +70,7 @@ pub use queue::{Event, EventKind, EventQueue, Time, bare_event_loop};
 pub use report::{CoreStats, EngineStats, Outcome, QueueStats, SimReport};
 pub use sim::{MAX_CORES, Simulation, simulate};
 pub use trace::{Trace, TraceCore, TraceEvent};
-pub use violation::{Illegal, RaceKind, Site, Violation, WaitFor, Waiter};
+pub use violation::{Doing, Illegal, Origin, RaceKind, Signaller, Site, Violation, WaitFor, Waiter, sem_name};
 
 /// Why a simulation could not be built.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -18,7 +18,7 @@ use lncsim_model::codegen::record::Opcode;
 
 use crate::engine::State;
 use crate::sim::Simulation;
-use crate::violation::{WaitFor, Waiter};
+use crate::violation::{Doing, Signaller, WaitFor, Waiter};
 
 /// What each engine has left to do: signals per semaphore, barrier groups it will arrive at.
 struct Left {
@@ -80,36 +80,44 @@ impl Simulation {
     }
 
     /// Engines of core `core_ix` with a record left that increments `sem`.
-    fn signallers(&self, left: &Left, core_ix: u32, sem: u8) -> Vec<String> {
+    fn signallers(&self, left: &Left, core_ix: u32, sem: u8) -> Vec<Signaller> {
         let mut out = Vec::new();
         for (e, eng) in self.engines.iter().enumerate().filter(|(_, x)| x.core_ix == core_ix) {
-            if let Some(n) = left.signals.get(&(e, sem)) {
-                out.push(format!("{:?} at #{} ({}; {n} signal(s) left)", eng.engine, eng.pc, describe(eng.state)));
+            if let Some(&n) = left.signals.get(&(e, sem)) {
+                out.push(Signaller {
+                    site: self.site(e, eng.pc, None),
+                    doing: describe(eng.state),
+                    signals_left: Some(n),
+                });
             }
         }
         out
     }
 
     /// Engines of the `missing` cores with an arrival at `group` left.
-    fn arrivers(&self, left: &Left, group: u32, missing: &[u32]) -> Vec<String> {
+    fn arrivers(&self, left: &Left, group: u32, missing: &[u32]) -> Vec<Signaller> {
         let missing: BTreeSet<u32> = missing.iter().copied().collect();
         let mut out = Vec::new();
         for &(_, e) in left.arrivals.range((group, 0)..=(group, usize::MAX)) {
             let eng = &self.engines[e];
             let core = self.cores[eng.core_ix as usize].core;
             if missing.contains(&core) {
-                out.push(format!("core {core} {:?} at #{} ({})", eng.engine, eng.pc, describe(eng.state)));
+                out.push(Signaller {
+                    site: self.site(e, eng.pc, None),
+                    doing: describe(eng.state),
+                    signals_left: None,
+                });
             }
         }
         out
     }
 }
 
-fn describe(s: State) -> String {
+fn describe(s: State) -> Doing {
     match s {
-        State::WaitSem { sem, value } => format!("itself waiting for sem {sem} >= {value}"),
-        State::WaitBarrier { group } => format!("itself waiting at barrier group {group}"),
-        State::Halted => "halted on an illegal record".to_string(),
-        other => format!("{other:?}"),
+        State::WaitSem { sem, value } => Doing::WaitSem { sem, value },
+        State::WaitBarrier { group } => Doing::WaitBarrier { group },
+        State::Halted => Doing::Halted,
+        other => Doing::Other(format!("{other:?}")),
     }
 }

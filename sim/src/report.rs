@@ -90,6 +90,8 @@ pub struct SimReport {
     pub cores: Vec<CoreStats>,
     /// Every violation found (up to `max_violations`).
     pub violations: Vec<Violation>,
+    /// The simulated time each violation was found at (parallel to `violations`).
+    pub violation_ns: Vec<Time>,
     /// Violations found beyond `max_violations`.
     pub violations_dropped: u64,
     /// Hash of the canonical event sequence.

@@ -51,6 +51,8 @@ pub struct Simulation {
     pub(crate) qfree: Vec<Vec<Time>>,
     pub(crate) qstats: Vec<Vec<QueueStats>>,
     pub(crate) violations: Vec<Violation>,
+    /// When each violation was found (parallel to `violations`).
+    pub(crate) violation_ns: Vec<Time>,
     pub(crate) dropped: u64,
     pub(crate) seen_races: BTreeSet<(u32, u8, u32, u8)>,
     pub(crate) seen_clobbers: BTreeSet<(u32, u8)>,
@@ -131,6 +133,7 @@ impl Simulation {
             shadow,
             qfree,
             qstats,
+            violation_ns: vec![0; violations.len()],
             violations,
             dropped: 0,
             seen_races: BTreeSet::new(),
@@ -208,6 +211,8 @@ impl Simulation {
             debug_id: ins.map_or(0, |i| i.debug_id),
             opcode: ins.and_then(|i| i.op),
             var,
+            inst: None,
+            origin: None,
         }
     }
 
@@ -223,6 +228,7 @@ impl Simulation {
     pub(crate) fn report_violation(&mut self, v: Violation) {
         if self.violations.len() < self.cfg.max_violations {
             self.violations.push(v);
+            self.violation_ns.push(self.now);
         } else {
             self.dropped += 1;
         }
@@ -252,6 +258,7 @@ impl Simulation {
             mirrored_bytes: self.hbm.bytes(),
             cores,
             violations: self.violations.clone(),
+            violation_ns: self.violation_ns.clone(),
             violations_dropped: self.dropped,
             trace_hash: self.hash.finish(),
             trace: self.trace.clone(),

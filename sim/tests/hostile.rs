@@ -31,9 +31,17 @@ proptest! {
             s.device.copy_in(0, at, &[val]).unwrap();
         }
         let (report, _) = s.run(SimConfig::seeded(seed).with_jitter());
-        // Whatever happened is in the report, one line per violation.
+        // Whatever happened is in the report, one line per violation; a deadlock
+        // is its wait-for graph: a header and one line per waiter, bounded.
         for v in &report.violations {
-            prop_assert!(!v.to_string().contains('\n'));
+            let lines = v.to_string().lines().count();
+            match v {
+                lncsim_sim::Violation::Deadlock { waiters } => {
+                    prop_assert_eq!(lines, 1 + waiters.len().min(lncsim_sim::violation::DEADLOCK_LINES)
+                        + usize::from(waiters.len() > lncsim_sim::violation::DEADLOCK_LINES));
+                }
+                _ => prop_assert_eq!(lines, 1),
+            }
         }
     }
 }

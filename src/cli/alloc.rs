@@ -14,8 +14,8 @@ use clap::{Args, ValueEnum};
 use lncsim_model::dram::{AllocConfig, AllocError, Order, allocate, check, csv, svg};
 use serde::Serialize;
 
+use super::CliError;
 use super::files::{check_output, write_file};
-use super::{CliError, read_bytes};
 
 /// The assignment order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -98,7 +98,7 @@ pub fn run(args: &AllocArgs) -> Result<ExitCode, CliError> {
     if let Some(p) = &args.svg {
         check_output("--svg", p)?;
     }
-    let text = String::from_utf8(read_bytes(&args.file)?).map_err(|e| {
+    let text = String::from_utf8(super::read_bytes_limited(&args.file, super::MAX_TEXT_BYTES)?).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         CliError::BadInput(format!("{shown}: not UTF-8 text (invalid byte at offset {at})"))
     })?;

@@ -116,10 +116,49 @@ pub fn shown(path: &Path) -> String {
     if files::is_stdio(path) { "<stdin>".to_owned() } else { path.display().to_string() }
 }
 
+/// The largest text input (a program, a module, a CSV), bytes: 512 MiB,
+/// about 4M instructions of the text format, whose parse stays within a few
+/// GB; the pipeline then refuses more than
+/// `lncsim_model::pipeline::MAX_PROGRAM_INSTRUCTIONS` by count. Larger text
+/// is refused before it is read whole.
+pub const MAX_TEXT_BYTES: u64 = 512 << 20;
+
 /// Reads a whole input file as UTF-8 text; `-` reads standard input. Text
-/// that is not UTF-8 is refused with the line and column of its first bad byte.
+/// that is not UTF-8 is refused with the line and column of its first bad byte;
+/// text over [`MAX_TEXT_BYTES`] with one line naming the limit.
 pub fn read_text(path: &Path) -> Result<String, CliError> {
-    utf8_text(path, read_bytes(path)?).map_err(CliError::BadInput)
+    utf8_text(path, read_bytes_limited(path, MAX_TEXT_BYTES)?).map_err(CliError::BadInput)
+}
+
+/// [`read_bytes`], refusing more than `limit` bytes (read at most `limit + 1`).
+pub fn read_bytes_limited(path: &Path, limit: u64) -> Result<Vec<u8>, CliError> {
+    use std::io::Read;
+    let too_big = || {
+        CliError::BadInput(format!("{}: larger than {} MiB, the most lncsim reads as text", shown(path), limit >> 20))
+    };
+    let mut v = Vec::new();
+    if files::is_stdio(path) {
+        std::io::stdin()
+            .take(limit.saturating_add(1))
+            .read_to_end(&mut v)
+            .map_err(|e| CliError::BadInput(format!("<stdin>: {e}")))?;
+    } else {
+        let meta = std::fs::metadata(path).map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))?;
+        if meta.is_dir() {
+            return Err(CliError::BadInput(format!("{}: is a directory, expected a file", path.display())));
+        }
+        if meta.len() > limit {
+            return Err(too_big());
+        }
+        let f = std::fs::File::open(path).map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))?;
+        f.take(limit.saturating_add(1))
+            .read_to_end(&mut v)
+            .map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))?;
+    }
+    if v.len() as u64 > limit {
+        return Err(too_big());
+    }
+    Ok(v)
 }
 
 /// `bytes` as text, or `file:line:col: not UTF-8 text (byte 0x..)` at the first bad byte.
@@ -174,6 +213,14 @@ pub fn read_module(path: &Path) -> Result<lncsim_model::ir::Module, CliError> {
 
 /// [`read_module`] on text already read; `name` is the file's name in messages.
 pub fn parse_program(text: &str, name: &str) -> Result<lncsim_model::ir::Module, CliError> {
+    parse_program_mapped(text, name).map(|(m, _)| m)
+}
+
+/// [`parse_program`], also saying where each instruction was written.
+pub fn parse_program_mapped(
+    text: &str,
+    name: &str,
+) -> Result<(lncsim_model::ir::Module, lncsim_model::ir::SourceMap), CliError> {
     use lncsim_model::ir::device_check::{Severity, device_check};
     let (m, map) = lncsim_model::ir::parse_with_map(text).map_err(|e| CliError::BadInput(format!("{name}:{e}")))?;
     let findings = device_check(&m, Some(&map));
@@ -188,7 +235,7 @@ pub fn parse_program(text: &str, name: &str) -> Result<lncsim_model::ir::Module,
     if warnings.len() > 5 {
         eprintln!("lncsim: warning: {name}: {} more data hazard warning(s)", warnings.len() - 5);
     }
-    Ok(m)
+    Ok((m, map))
 }
 
 /// Reads and parses a module without the device check (the formatter's input).

@@ -15,17 +15,27 @@ use clap::Args;
 use lncsim_model::ir;
 use lncsim_model::neff::NeffHeader;
 use lncsim_sim::flow::shrink::shrink;
-use lncsim_sim::flow::{DEFAULT_EVENTS_MAX, LoadFault, PlantedBug, Progress, RunConfig, Source, run_observed};
+use lncsim_sim::flow::{
+    DEFAULT_EVENTS_MAX, LoadFault, PlantedBug, Progress, RunConfig, Source, SourceLines, run_observed,
+};
 
 use super::files::{check_output, write_with};
 use super::gen_cmd::{DEFAULT_OPS_ELEMS, Size, gen_config};
-use super::{CliError, parse_u64, read_bytes, shown, utf8_text};
+use super::{CliError, parse_u64, shown, utf8_text};
 
 /// Arguments of `lncsim run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// A program in the text format, or a NEFF packed by lncsim; without it, the seeded default program.
+    /// A program in the text format, a linked module (one function per core), a per-core module, or a NEFF
+    /// packed by lncsim; without it, the seeded default program.
+    #[arg(conflicts_with = "modules")]
     pub file: Option<PathBuf>,
+    /// Per-core modules written by hand (text format, one per core, each with `core N` in its header):
+    /// linked and simulated through the same checks (split skipped; allocation too when every location
+    /// carries an address).
+    #[arg(long, num_args = 1.., value_name = "FILE",
+          conflicts_with_all = ["cores", "size", "ops", "shrink"])]
+    pub modules: Vec<PathBuf>,
     /// The run seed (decimal or 0x hex): the generated program, inputs, staging order, jitter, faults.
     #[arg(long, default_value = "0", value_parser = parse_u64, allow_negative_numbers = true)]
     pub seed: u64,
@@ -104,17 +114,45 @@ fn config(a: &RunArgs) -> Result<RunConfig, CliError> {
         cfg.source = Source::Generated(gen_config(a.seed, a.cores, a.size, a.ops, a.elems)?, None);
     }
     if let Some(path) = &a.file {
-        let bytes = read_bytes(path)?;
+        // A NEFF is compressed: its file is below its 4 GiB unpacked limit; text has its own limit.
+        let bytes = super::read_bytes_limited(path, 4 << 30)?;
         let name = shown(path);
         cfg.source = match NeffHeader::parse(&bytes) {
             Ok(_) => Source::Neff { bytes, path: name },
+            Err(_) if bytes.len() as u64 > super::MAX_TEXT_BYTES => {
+                return Err(CliError::BadInput(format!(
+                    "{name}: larger than {} MiB, the most lncsim reads as text, and not a NEFF",
+                    super::MAX_TEXT_BYTES >> 20
+                )));
+            }
             Err(neff) => {
                 let text = utf8_text(path, bytes)
                     .map_err(|e| CliError::BadInput(format!("{e}; not a NEFF either ({neff})")))?;
-                let module = super::parse_program(&text, &name)?;
-                Source::Program { module, path: name }
+                let (module, map) = super::parse_program_mapped(&text, &name)?;
+                let lines = Some(SourceLines::of(&module, &map, &name));
+                if module.attrs.neuron_core_id.is_some() {
+                    Source::Modules { modules: vec![module], paths: vec![name], lines }
+                } else if module.functions.iter().any(|f| f.attrs.neuron_core_id.is_some()) {
+                    Source::Linked { module, path: name, lines }
+                } else {
+                    Source::Program { module, path: name, lines }
+                }
             }
         };
+    }
+    if !a.modules.is_empty() {
+        let mut lines = SourceLines::default();
+        let mut modules = Vec::new();
+        let mut paths = Vec::new();
+        for path in &a.modules {
+            let name = shown(path);
+            let text = super::read_text(path)?;
+            let (module, map) = super::parse_program_mapped(&text, &name)?;
+            lines.add(&module, &map, &name);
+            modules.push(module);
+            paths.push(name);
+        }
+        cfg.source = Source::Modules { modules, paths, lines: Some(lines) };
     }
     cfg.jitter = a.jitter;
     faults(&a.faults, &mut cfg)?;
@@ -152,9 +190,9 @@ pub fn run(a: RunArgs) -> Result<ExitCode, CliError> {
         }
     });
     let not_applicable = report.not_applicable();
-    let trace = report.sim.as_ref().and_then(|s| s.trace.as_ref());
-    if let (Some(path), Some(trace)) = (&a.trace, trace) {
-        write_with(path, |w| trace.write_chrome(w))?;
+    let trace = report.sim.as_ref().and_then(|s| s.trace.as_ref().map(|t| (t, s)));
+    if let (Some(path), Some((trace, sim))) = (&a.trace, trace) {
+        write_with(path, |w| trace.write_chrome_marked(w, &sim.violations, &sim.violation_ns))?;
     }
     let trace_line = a.trace.as_ref().map(|p| match trace {
         Some(_) => p.display().to_string(),

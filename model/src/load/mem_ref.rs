@@ -100,15 +100,19 @@ pub(super) fn var_table(mla: &MlaResources<'_>) -> Result<BTreeMap<u32, KbinVar>
 pub const MAX_FILE_BYTES: u64 = 1 << 48;
 /// The largest alignment a var may ask for (4 GiB).
 pub const MAX_ALIGN: u64 = 1 << 32;
-/// The most var ids a table may span, whatever its size.
+/// The most var ids a table may span with the 64x slack of [`var_id_limit`].
 pub const MAX_VAR_ID: u32 = 1 << 20;
 
-/// The exclusive bound on var ids for a table of `n` vars: `64 n + 4096`,
-/// at most [`MAX_VAR_ID`]. Compilers number vars densely from 0; the bound
-/// keeps the per-core image (indexed by var_id) within a small multiple of
-/// the def.json that declared it.
+/// The exclusive bound on var ids for a table of `n` vars: `64 n + 4096` up
+/// to [`MAX_VAR_ID`], and never below `2 n + 4096` (a table of more than half
+/// a million vars, e.g. 1.4M on one core, numbered densely from 0 as
+/// compilers do, still loads). Either way the per-core image (indexed by
+/// var_id) stays within a constant multiple of the def.json that declared it:
+/// at most `max(2^20, 2 n + 4096)` entries.
 pub fn var_id_limit(n: usize) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX).saturating_mul(64).saturating_add(4096).min(MAX_VAR_ID)
+    let n = u32::try_from(n).unwrap_or(u32::MAX);
+    let slack = n.saturating_mul(64).saturating_add(4096).min(MAX_VAR_ID);
+    slack.max(n.saturating_mul(2).saturating_add(4096))
 }
 
 /// An `NRT_INVALID` naming the subgraph (its def.json), the var and the field.
@@ -290,4 +294,21 @@ pub(super) fn barrier_groups(sg: &Subgraph) -> Result<BTreeMap<u32, Vec<u32>>, L
             Ok((g, p?))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::*;
+
+    #[test]
+    fn var_ids_are_bounded_linearly_in_the_table() {
+        assert_eq!(var_id_limit(0), 4096);
+        assert_eq!(var_id_limit(10), 4736);
+        assert_eq!(var_id_limit(100_000), MAX_VAR_ID);
+        // Past half a million vars the dense bound takes over: 1.4M vars take ids below 2.8M + 4096.
+        assert_eq!(var_id_limit(1_400_004), 2 * 1_400_004 + 4096);
+        assert!(var_id_limit(1_400_004) > 1_400_004);
+        // A hostile count cannot overflow.
+        assert_eq!(var_id_limit(usize::MAX), u32::MAX);
+    }
 }

@@ -166,7 +166,8 @@ impl fmt::Display for Campaign {
             writeln!(f, "failures by signature ({} groups)", self.groups.len())?;
             for g in &self.groups {
                 writeln!(f, "  {:>6} seeds  {}", g.seeds, g.signature)?;
-                let mut example: String = g.example.chars().take(160).collect();
+                // One line: a deadlock's example is its header (its waiters follow on lines of their own).
+                let mut example: String = g.example.lines().next().unwrap_or("").chars().take(160).collect();
                 if example.len() < g.example.len() {
                     example.push_str(" ...");
                 }

@@ -13,6 +13,8 @@
 
 pub mod campaign;
 mod leftovers;
+mod modules;
+pub mod names;
 mod outputs;
 pub mod plant;
 mod report;
@@ -36,6 +38,8 @@ use lncsim_tnc::TncBug;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use names::Names;
+pub use names::SourceLines;
 pub use plant::PlantedBug;
 use report::Rec;
 pub use report::{Check, CheckResult, Progress, RunReport, Stage};
@@ -57,6 +61,28 @@ pub enum Source {
         module: Module,
         /// Where it came from (for the replay command).
         path: String,
+        /// Where each instruction was written (names findings `FILE:LINE`), when known.
+        lines: Option<SourceLines>,
+    },
+    /// Per-core modules written by hand, one per core (`run --modules A.bir B.bir ...`):
+    /// split is skipped, allocation too when every location carries an address.
+    Modules {
+        /// The modules, in the order given.
+        modules: Vec<Module>,
+        /// Their files (for the replay command).
+        paths: Vec<String>,
+        /// Where each instruction was written.
+        lines: Option<SourceLines>,
+    },
+    /// A linked module (a dispatcher and one function per core), read from `path`:
+    /// split, allocation and link are skipped.
+    Linked {
+        /// The linked module.
+        module: Module,
+        /// Where it came from.
+        path: String,
+        /// Where each instruction was written.
+        lines: Option<SourceLines>,
     },
     /// A NEFF packed by lncsim, read from `path`: loaded and executed on seeded inputs.
     Neff {
@@ -142,8 +168,12 @@ impl RunConfig {
                 None => return None,
             },
             Source::Generated(..) => return None,
-            Source::Program { path, .. } | Source::Neff { path, .. } => {
+            Source::Program { path, .. } | Source::Neff { path, .. } | Source::Linked { path, .. } => {
                 format!("lncsim run {} --seed {}", shell_word(path), self.seed)
+            }
+            Source::Modules { paths, .. } => {
+                let files: Vec<String> = paths.iter().map(|p| shell_word(p)).collect();
+                format!("lncsim run --seed {} --modules {}", self.seed, files.join(" "))
             }
         };
         if self.jitter {
@@ -209,15 +239,17 @@ pub fn run(cfg: &RunConfig) -> RunReport {
 pub fn run_observed(cfg: &RunConfig, on: &mut dyn FnMut(Progress<'_>)) -> RunReport {
     let mut r = Rec::new(RunReport::new(cfg.seed, cfg.replay()), on);
     match &cfg.source {
-        Source::Neff { bytes, .. } => execute_neff(cfg, bytes, None, None, &mut r),
-        Source::Generated(g, _) => run_program(cfg, &generate(g), &mut r),
-        Source::Program { module, .. } => run_program(cfg, module, &mut r),
+        Source::Neff { bytes, .. } => execute_neff(cfg, bytes, None, None, None, &mut r),
+        Source::Generated(g, _) => run_program(cfg, &generate(g), None, &mut r),
+        Source::Program { module, lines, .. } => run_program(cfg, module, lines.as_ref(), &mut r),
+        Source::Modules { modules, lines, .. } => modules::run_modules(cfg, modules, lines.as_ref(), &mut r),
+        Source::Linked { module, lines, .. } => modules::run_linked(cfg, module, lines.as_ref(), &mut r),
     }
     tnc(cfg, &mut r);
     r.report
 }
 
-fn run_program(cfg: &RunConfig, program: &Module, r: &mut Rec<'_>) {
+fn run_program(cfg: &RunConfig, program: &Module, lines: Option<&SourceLines>, r: &mut Rec<'_>) {
     r.program = program.name.clone();
     r.cores = program.attrs.lnc_size;
     r.instructions = program.functions.iter().map(|f| f.insts.len()).sum();
@@ -287,7 +319,7 @@ fn run_program(cfg: &RunConfig, program: &Module, r: &mut Rec<'_>) {
         "linked module in a seeded dependency-respecting order gives the interpreter's outputs",
         &[2, 5],
         match run_linked_interleaved(&linked, &inputs, cfg.seed) {
-            Ok(out) => compare(&golden, &out),
+            Ok(out) => compare(&golden, &out).map_err(|e| Names::new(&linked, lines).explain_output(e)),
             Err(e) => Err(e.to_string()),
         },
     );
@@ -312,8 +344,12 @@ fn run_program(cfg: &RunConfig, program: &Module, r: &mut Rec<'_>) {
         Err(e) => return r.stage("package", Err(e.to_string())),
     };
     r.stage("package", Ok(format!("NEFF of {} bytes", bytes.len())));
-    execute_neff(cfg, &bytes, Some(&golden), Some(inputs), r);
+    let names = Names::new(&linked, lines);
+    execute_neff(cfg, &bytes, Some((&golden, INTERPRETER_OUTPUTS)), Some(inputs), Some(&names), r);
 }
+
+/// The output check against the reference interpreter.
+const INTERPRETER_OUTPUTS: &str = "simulated outputs equal the interpreter's";
 
 /// Records a plant; false (and a failed stage) when the program offers no place for it.
 fn plant(r: &mut Rec<'_>, outcome: Result<String, String>) -> bool {
@@ -347,7 +383,16 @@ fn load(rt: &Runtime<SimDevice>, bytes: &[u8], seed: u64) -> Result<lncsim_model
         .map_err(|e| e.to_string())
 }
 
-fn execute_neff(cfg: &RunConfig, bytes: &[u8], golden: Option<&Values>, inputs: Option<Values>, r: &mut Rec<'_>) {
+/// Loads and simulates a NEFF; `golden` is the reference outputs and the name
+/// of the check comparing with them; `names` names the findings in the program's terms.
+fn execute_neff(
+    cfg: &RunConfig,
+    bytes: &[u8],
+    golden: Option<(&Values, &'static str)>,
+    inputs: Option<Values>,
+    names: Option<&Names<'_>>,
+    r: &mut Rec<'_>,
+) {
     let header = match NeffHeader::parse(bytes) {
         Ok(h) => h,
         Err(e) => return r.stage("load", Err(e.to_string())),
@@ -413,7 +458,10 @@ fn execute_neff(cfg: &RunConfig, bytes: &[u8], golden: Option<&Values>, inputs: 
     };
     let plan = sim_faults(cfg, &sim.records_per_core(), sim.dma_records());
     sim.set_faults(plan.clone());
-    let report = sim.run();
+    let mut report = sim.run();
+    if let Some(n) = names {
+        n.name_report(&mut report);
+    }
     fired_faults(cfg, &plan, &report, r);
     let outputs = sim
         .write_back(dev)
@@ -427,8 +475,16 @@ fn execute_neff(cfg: &RunConfig, bytes: &[u8], golden: Option<&Values>, inputs: 
         )),
     );
     runtime_checks(&report, r);
-    if let Some(golden) = golden {
-        r.check("simulated outputs equal the interpreter's", &[5], outputs.and_then(|o| compare(golden, &o)));
+    if let Some((golden, check)) = golden {
+        let verdict = outputs.and_then(|o| compare(golden, &o));
+        r.check(
+            check,
+            &[5],
+            verdict.map_err(|e| match names {
+                Some(n) => n.explain_output(e),
+                None => e,
+            }),
+        );
     } else if let Err(e) = outputs {
         r.check("outputs read back", &[5], Err(e));
     }

@@ -171,8 +171,11 @@ pub fn drop_sem_signal(codes: &mut [CoreCode]) -> Result<String, String> {
             if let Some(i) = last {
                 e.records[i].flags &= !FLAG_SIGNAL;
                 return Ok(format!(
-                    "core {} {:?}: record {i} no longer signals semaphore {}",
-                    c.core, e.engine, e.records[i].signal
+                    "core {} {:?}: record {i} (debug {}) no longer sends {}",
+                    c.core,
+                    e.engine,
+                    e.records[i].debug_id,
+                    crate::violation::sem_name(e.records[i].signal)
                 ));
             }
         }

@@ -157,9 +157,9 @@ fn remap_inst(inst: &mut lncsim_model::ir::Inst, map: &dyn Fn(MemLocId) -> Optio
 }
 
 /// Shrinks a failing run of a generated or text program within `budget` runs;
-/// `None` when the run passes or its source is a NEFF.
+/// `None` when the run passes or its source is a NEFF or hand-written modules.
 pub fn shrink(cfg: &RunConfig, budget: usize) -> Option<Shrunk> {
-    if matches!(cfg.source, Source::Neff { .. }) {
+    if matches!(cfg.source, Source::Neff { .. } | Source::Modules { .. } | Source::Linked { .. }) {
         return None;
     }
     let first = run(cfg);
@@ -186,10 +186,10 @@ pub fn shrink(cfg: &RunConfig, budget: usize) -> Option<Shrunk> {
     let mut program = match &best.0.source {
         Source::Generated(g, _) => generate(g),
         Source::Program { module, .. } => module.clone(),
-        Source::Neff { .. } => return None,
+        Source::Neff { .. } | Source::Modules { .. } | Source::Linked { .. } => return None,
     };
     let as_program = |m: &Module| RunConfig {
-        source: Source::Program { module: m.clone(), path: "shrunk.bir".into() },
+        source: Source::Program { module: m.clone(), path: "shrunk.bir".into(), lines: None },
         ..cfg.clone()
     };
     // Then instructions, last first, and the locations they leave unused.
