@@ -442,15 +442,18 @@ impl<'a> Ck<'a> {
         if i.engine != n.engine || i.collective != n.collective || qname(m, i.queue) != qname(self.linked, n.queue) {
             return Some("engine, collective flag or queue differ".into());
         }
-        let mut pairs: Vec<(AccessPattern, AccessPattern)> = Vec::new();
+        // The paired access patterns: (input reads, linked reads) then the writes (no allocation).
+        let (mut reads, mut linked_reads): (&[AccessPattern], &[AccessPattern]) = (&[], &[]);
+        let mut pair_writes: [Option<(AccessPattern, AccessPattern)>; 1] = [None];
         let ok = match (&i.op, &n.op) {
             (Op::DmaCopy { src: a, dst: b }, Op::DmaCopy { src: x, dst: y }) => {
-                pairs.extend([(*a, *x), (*b, *y)]);
+                (reads, linked_reads) = (std::slice::from_ref(a), std::slice::from_ref(x));
+                pair_writes[0] = Some((*b, *y));
                 true
             }
             (Op::Compute { kind: k1, srcs: s1, dst: d1 }, Op::Compute { kind: k2, srcs: s2, dst: d2 }) => {
-                pairs.extend(s1.iter().copied().zip(s2.iter().copied()));
-                pairs.push((*d1, *d2));
+                (reads, linked_reads) = (s1, s2);
+                pair_writes[0] = Some((*d1, *d2));
                 k1 == k2 && s1.len() == s2.len()
             }
             (Op::CoreBarrier(a), Op::CoreBarrier(b)) => a.group == b.group && a.participants == b.participants,
@@ -463,6 +466,7 @@ impl<'a> Ck<'a> {
         if !ok {
             return Some("operation differs".into());
         }
+        let pairs = reads.iter().copied().zip(linked_reads.iter().copied()).chain(pair_writes.into_iter().flatten());
         for (a, b) in pairs {
             if (a.offset, a.len) != (b.offset, b.len) {
                 return Some("access range differs".into());

@@ -37,10 +37,16 @@ fn queue_of<'a>(m: &'a Module, i: &Inst) -> Option<&'a str> {
 }
 
 fn edges<'a>(f: &'a Function, i: &Inst) -> Vec<Edge<'a>> {
-    let mut v: Vec<Edge<'a>> =
-        i.deps.iter().map(|d| (f.insts.get(d.inst.index()).map_or("?", |t| t.name.as_str()), d.kind)).collect();
-    v.sort_unstable();
+    let mut v = Vec::new();
+    edges_into(f, i, &mut v);
     v
+}
+
+/// [`edges`] into a reused buffer (no allocation per instruction).
+fn edges_into<'a>(f: &'a Function, i: &Inst, v: &mut Vec<Edge<'a>>) {
+    v.clear();
+    v.extend(i.deps.iter().map(|d| (f.insts.get(d.inst.index()).map_or("?", |t| t.name.as_str()), d.kind)));
+    v.sort_unstable();
 }
 
 /// `want` and `got` differ: what is missing and what is unexpected, as one message.
@@ -75,10 +81,11 @@ impl<'a> Ck<'a> {
                     }
                 }
             }
+            let (mut want, mut got): (Vec<Edge<'_>>, Vec<Edge<'_>>) = (Vec::new(), Vec::new());
             for i in &src.insts {
                 let Some(&n) = by_name.get(i.name.as_str()) else { continue }; // reported by `core`
-                let want = edges(src, i);
-                let mut got = edges(lf, n);
+                edges_into(src, i, &mut want);
+                edges_into(lf, n, &mut got);
                 let dma_queue = matches!(n.op, Op::DmaCopy { .. }).then(|| queue_of(linked, n)).flatten();
                 got.retain(|&(t, k)| {
                     let switch = inserted(t, "I-SQI-") && k == EdgeKind::Control;
