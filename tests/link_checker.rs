@@ -397,3 +397,51 @@ fn weights_too_large_to_write_are_refused_before_anything_is_written() {
     assert!(!root.join("big").exists(), "nothing was written");
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// A generated 2-core program of 50k instructions per core, split (no DRAM
+/// allocation: the link checker does not read addresses it was not given)
+/// and linked; the unbroken link passes.
+fn linked_large() -> (Vec<Module>, Module) {
+    use lncsim_model::pipeline::{PipelineOptions, build_pipeline};
+    let cfg = GenConfig::with_ops(7, 2, 50_000, 16).unwrap();
+    let opts = PipelineOptions { disable_dram_allocation: true, ..PipelineOptions::default() };
+    let (modules, _) = build_pipeline(&opts).run_per_core(&generate(&cfg)).unwrap();
+    let m = link(&modules).unwrap();
+    assert_eq!(check_link(&modules, &m), vec![], "the unbroken large link must pass");
+    (modules, m)
+}
+
+#[test]
+fn faults_at_the_end_of_a_100k_instruction_link_are_reported() {
+    let (inputs, m) = linked_large();
+    let f = &m.functions[2];
+    assert!(f.insts.len() > 49_000, "{} instructions", f.insts.len());
+    // The last copied instruction of core 1 with an edge, and one with an access.
+    let inserted = |n: &str| n.starts_with("cb_return_") || n.starts_with("return_") || n.starts_with("I-SQI-");
+    let deep = f.insts.iter().rposition(|i| !inserted(&i.name) && !i.deps.is_empty()).unwrap();
+    assert!(deep > f.insts.len() - 100, "{deep} of {}", f.insts.len());
+    let name = f.insts[deep].name.clone();
+
+    let mut dropped = m.clone();
+    dropped.functions[2].insts[deep].deps.clear();
+    let v = check_link(&inputs, &dropped);
+    assert!(has(&v, ViolationKind::Edge, &format!("core 1 `{name}`: edges are not the input's")), "{v:#?}");
+
+    let acc = f.insts.iter().rposition(|i| i.write().is_some()).unwrap();
+    assert!(acc > f.insts.len() - 100, "{acc} of {}", f.insts.len());
+    let acc_name = f.insts[acc].name.clone();
+    let mut moved = m.clone();
+    match &mut moved.functions[2].insts[acc].op {
+        Op::DmaCopy { dst, .. } | Op::Compute { dst, .. } => dst.len += 1,
+        _ => unreachable!(),
+    }
+    let v = check_link(&inputs, &moved);
+    assert!(has(&v, ViolationKind::Core, &format!("instruction `{acc_name}`: access range differs")), "{v:#?}");
+
+    // The last input instruction of core 1 missing from its linked function.
+    let mut lost = m.clone();
+    let lf = &mut lost.functions[2];
+    lf.insts[acc].name = format!("{acc_name}_renamed");
+    let v = check_link(&inputs, &lost);
+    assert!(has(&v, ViolationKind::Core, &format!("instruction `{acc_name}` is missing")), "{v:#?}");
+}

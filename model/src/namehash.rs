@@ -9,7 +9,16 @@
 //! locations has dozens of such pairs, and every collision sends the linker's
 //! name table and `Module::verify` down their slow exact paths.
 
-use std::hash::Hasher;
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A name -> value table hashed with [`NameHasher`]: for lookups only (never
+/// iterate it into a result). Exact: keys are compared in full, so a hash
+/// collision costs time, never a wrong answer.
+pub(crate) type NameMap<'a, V> = HashMap<&'a str, V, BuildHasherDefault<NameHasher>>;
+
+/// A set of names hashed with [`NameHasher`], for membership tests only.
+pub(crate) type NameSet<'a> = HashSet<&'a str, BuildHasherDefault<NameHasher>>;
 
 /// Hashes a `u64` that already is a hash.
 #[derive(Default)]
@@ -52,10 +61,19 @@ impl Default for NameHasher {
 
 impl Hasher for NameHasher {
     fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
+        // Whole words without a copy (a variable-length copy is a `memcpy` call
+        // per word); the tail zero-padded, little-endian: the same words as
+        // padding every chunk to 8 bytes.
+        let mut words = bytes.chunks_exact(8);
+        for chunk in &mut words {
             let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
+            w.copy_from_slice(chunk);
             self.0 = fold(self.0 ^ u64::from_le_bytes(w), MUL);
+        }
+        let tail = words.remainder();
+        if !tail.is_empty() {
+            let w = tail.iter().rev().fold(0u64, |acc, &b| (acc << 8) | u64::from(b));
+            self.0 = fold(self.0 ^ w, MUL);
         }
         // The length tells `ab` from `ab\0` (zero padding) apart.
         self.0 = fold(self.0 ^ bytes.len() as u64, SEED);
@@ -88,6 +106,28 @@ mod tests {
             h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
         }
         h
+    }
+
+    /// The word-at-a-time definition: every chunk zero-padded to 8 bytes.
+    fn padded(bytes: &[u8]) -> u64 {
+        let mut h = SEED;
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            h = fold(h ^ u64::from_le_bytes(w), MUL);
+        }
+        fold(fold(h ^ bytes.len() as u64, SEED), MUL)
+    }
+
+    #[test]
+    fn the_hash_is_the_padded_word_definition_at_every_length() {
+        let long: Vec<u8> = (0..40u8).map(|b| b.wrapping_mul(37).wrapping_add(1)).collect();
+        for n in 0..=long.len() {
+            let mut h = NameHasher::default();
+            h.write(&long[..n]);
+            assert_eq!(h.finish(), padded(&long[..n]), "length {n}");
+        }
+        assert_ne!(padded(b"ab"), padded(b"ab\0"));
     }
 
     #[test]

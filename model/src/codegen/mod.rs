@@ -198,6 +198,8 @@ struct CoreGen<'a> {
     var_of: Vec<u32>,
     /// Queue -> index in `code.queues`.
     queue_of: BTreeMap<QueueId, u32>,
+    /// Engine -> index in `code.queues` of its static default queue, once made.
+    default_queue: [Option<u32>; 5],
 }
 
 fn fit<T: TryFrom<u64>>(v: u64, inst: &Inst, what: &'static str) -> Result<T, CodegenError> {
@@ -218,7 +220,7 @@ impl<'a> CoreGen<'a> {
             barrier_groups: BTreeMap::new(),
         };
         let var_of = vec![NO_VAR; m.memlocs.len()];
-        let mut g = CoreGen { m, f, code, var_of, queue_of: BTreeMap::new() };
+        let mut g = CoreGen { m, f, code, var_of, queue_of: BTreeMap::new(), default_queue: [None; 5] };
         g.vars()?;
         g.queues();
         Ok(g)
@@ -226,8 +228,8 @@ impl<'a> CoreGen<'a> {
 
     /// The variable table: scratch variables first, then one per referenced location.
     fn vars(&mut self) -> Result<(), CodegenError> {
-        let mut used: Vec<MemLocId> =
-            self.f.insts.iter().flat_map(|i| i.reads().into_iter().chain(i.write())).map(|a| a.loc).collect();
+        let mut used: Vec<MemLocId> = Vec::with_capacity(self.f.insts.len() * 3);
+        self.f.insts.iter().for_each(|i| i.for_each_access(|a| used.push(a.loc)));
         used.sort();
         used.dedup();
         let (mut private_end, mut shared_end) = (None, None);
@@ -307,13 +309,21 @@ impl<'a> CoreGen<'a> {
         if let Some(q) = inst.queue.and_then(|q| self.queue_of.get(&q)) {
             return *q;
         }
-        let name = format!("__default_{:?}", inst.engine).to_lowercase();
-        if let Some(i) = self.code.queues.iter().position(|q| q.name == name) {
-            return i as u32;
+        if let Some(i) = self.default_queue[inst.engine.index()] {
+            return i;
         }
-        let q = DmaQueue { name, qtype: QueueType::Static, owner: inst.engine, semaphores: 0, instances: vec![0] };
-        self.code.queues.push(q);
-        (self.code.queues.len() - 1) as u32
+        let name = format!("__default_{:?}", inst.engine).to_lowercase();
+        let i = match self.code.queues.iter().position(|q| q.name == name) {
+            Some(i) => i as u32,
+            None => {
+                let q =
+                    DmaQueue { name, qtype: QueueType::Static, owner: inst.engine, semaphores: 0, instances: vec![0] };
+                self.code.queues.push(q);
+                (self.code.queues.len() - 1) as u32
+            }
+        };
+        self.default_queue[inst.engine.index()] = Some(i);
+        i
     }
 
     fn run(mut self) -> Result<CoreCode, CodegenError> {

@@ -35,19 +35,21 @@
 //! (seed 004: the allocator places usage {7, 9} only) and are not checked
 //! here; addressed ones set the floor.
 //!
-//! **Cost.** Per function O(t log t) for its t touches (the liveness walk),
+//! **Cost.** Per function O(t + L) for its t touches (the liveness walk),
 //! O(s log s + k log k) for the overlap sweep over the s live segments of the
 //! private locations with k overlapping pairs ([`super::sweep`]), O(i log n) for the
 //! CC operands of i instructions; across modules O(S log S + k) for S owned
-//! shared buffers, and O(L log L) for the views' target lookups over L
-//! locations. Memory linear in the program.
+//! shared buffers, and O(L) expected for the views' target lookups over L
+//! locations (a hash table of names per module, [`crate::namehash`]: exact,
+//! the hash only spreads the keys). Memory linear in the program.
 
 mod live;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::ir::{MemLocId, MemType, MemoryLocation, Module, Usage};
-use live::live_segments;
+use crate::namehash::NameMap;
+use live::{LiveSegments, live_segments};
 
 /// The three numbers the checker needs (from the pipeline's options).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -253,10 +255,10 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
         };
         for f in &m.functions {
             let segs = live_segments(m, f);
-            let touched: Vec<MemLocId> = segs.keys().copied().collect();
+            let touched: &[MemLocId] = segs.touched();
             let mut private = Vec::new();
             let mut shared = Vec::new();
-            for &id in &touched {
+            for &id in touched {
                 let Some(l) = m.memlocs.get(id.index()) else { continue };
                 if is_dram(l, &[Usage::Internal, Usage::Spill, Usage::Shared]) && l.address.is_none() {
                     out.push(IrViolation::Unaddressed { core, loc: l.name.clone() });
@@ -396,24 +398,15 @@ fn check_region(
 }
 
 /// Every pair of `private` (ascending ids) sharing bytes while both live, in pair order.
-fn overlaps(
-    m: &Module,
-    core: u32,
-    private: &[MemLocId],
-    segs: &BTreeMap<MemLocId, Vec<(u64, u64)>>,
-    out: &mut Vec<IrViolation>,
-) {
+fn overlaps(m: &Module, core: u32, private: &[MemLocId], segs: &LiveSegments, out: &mut Vec<IrViolation>) {
     let range = |id: MemLocId| {
         let l = m.loc(id);
         let lo = l.address.unwrap_or(0);
         (lo, lo.saturating_add(page_up(l.byte_size())))
     };
     let ranges: Vec<(u64, u64)> = private.iter().map(|&id| range(id)).collect();
-    let lists: Vec<(usize, u64, u64)> = private
-        .iter()
-        .enumerate()
-        .flat_map(|(i, id)| segs.get(id).into_iter().flatten().map(move |&(f, t)| (i, f, t)))
-        .collect();
+    let lists: Vec<(usize, u64, u64)> =
+        private.iter().enumerate().flat_map(|(i, &id)| segs.get(id).iter().map(move |&(f, t)| (i, f, t))).collect();
     for (i, j, time) in super::sweep::overlapping_pairs(&ranges, lists) {
         let ((a_lo, a_hi), (b_lo, b_hi)) = (ranges[i], ranges[j]);
         let (a, b) = (m.loc(private[i]).name.clone(), m.loc(private[j]).name.clone());
@@ -427,7 +420,7 @@ fn overlaps(
 struct Targets<'a> {
     modules: &'a [Module],
     by_core: BTreeMap<u32, usize>,
-    names: Vec<Option<BTreeMap<&'a str, usize>>>,
+    names: Vec<Option<NameMap<'a, usize>>>,
 }
 
 impl<'a> Targets<'a> {
@@ -444,7 +437,7 @@ impl<'a> Targets<'a> {
         let &ti = self.by_core.get(&core)?;
         let t = &modules[ti];
         let index = self.names[ti].get_or_insert_with(|| {
-            let mut map = BTreeMap::new();
+            let mut map = NameMap::with_capacity_and_hasher(t.memlocs.len(), Default::default());
             for (k, x) in t.memlocs.iter().enumerate() {
                 map.entry(x.name.as_str()).or_insert(k);
             }

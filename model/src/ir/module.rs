@@ -491,6 +491,23 @@ impl Inst {
             _ => None,
         }
     }
+
+    /// The access patterns this instruction reads, as a slice (no allocation, unlike [`Inst::reads`]).
+    pub fn read_slice(&self) -> &[AccessPattern] {
+        match &self.op {
+            Op::DmaCopy { src, .. } => std::slice::from_ref(src),
+            Op::Compute { srcs, .. } => srcs,
+            _ => &[],
+        }
+    }
+
+    /// Calls `f` on every access pattern: the reads in order, then the write.
+    pub fn for_each_access(&self, mut f: impl FnMut(&AccessPattern)) {
+        self.read_slice().iter().for_each(&mut f);
+        if let Some(w) = self.write() {
+            f(&w);
+        }
+    }
 }
 
 impl Module {

@@ -23,13 +23,21 @@
 //! ones (`checker/deps.rs`); sets and arguments in agreement with the locations,
 //! and (with [`check_linked`]) the tensor map too (`checker/sets.rs`).
 //!
-//! Cost: O((n + e + L) log (n + L)) for n instructions, e edges and L
-//! locations: every correspondence goes through ordered maps built once.
+//! Cost: O(n + e + L log L) expected for n instructions, e edges and L
+//! locations: every name lookup (instructions by name, locations by name)
+//! goes through a hash table built once per core ([`crate::namehash`], a
+//! fixed hash compared in full, so it can cost time but never change an
+//! answer; it decides nothing the linker decides); the tensor
+//! correspondence is a table per input core indexed by location
+//! ([`LocMap`]) and a hash table of tensors; whatever is reported is sorted
+//! first, so messages come out in a fixed order. No per-instruction
+//! allocation on a valid module.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::ir::*;
+use crate::namehash::{NameHasher, NameMap, NameSet};
 
 /// The class of a violation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -82,10 +90,78 @@ impl fmt::Display for LinkViolation {
 }
 
 /// The identity of an input tensor: an external name, or (producer core, name).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Key {
-    Ext(String),
-    Local(u32, String),
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Key<'a> {
+    Ext(&'a str),
+    Local(u32, &'a str),
+}
+
+/// Tensor -> the linked locations its accesses use, ascending (looked up; sorted before it is reported).
+type KeyMap<'a> = std::collections::HashMap<Key<'a>, Vec<MemLocId>, std::hash::BuildHasherDefault<NameHasher>>;
+
+/// (core, input location) -> linked location: a row per input core indexed
+/// by location, plus an ordered map for ids outside their module (dangling).
+struct LocMap {
+    rows: BTreeMap<u32, Vec<MemLocId>>,
+    extra: BTreeMap<(u32, MemLocId), MemLocId>,
+}
+
+/// A row entry with no linked location.
+const NONE: MemLocId = MemLocId(u32::MAX);
+
+impl LocMap {
+    fn new() -> Self {
+        LocMap { rows: BTreeMap::new(), extra: BTreeMap::new() }
+    }
+
+    /// Sets `(c, il) -> ll`; returns the previous value.
+    fn insert(&mut self, c: u32, il: MemLocId, ll: MemLocId) -> Option<MemLocId> {
+        match self.rows.get_mut(&c).and_then(|r| r.get_mut(il.index())) {
+            Some(slot) => Some(std::mem::replace(slot, ll)).filter(|&p| p != NONE),
+            None => self.extra.insert((c, il), ll),
+        }
+    }
+
+    fn get(&self, c: u32, il: MemLocId) -> Option<MemLocId> {
+        match self.rows.get(&c).and_then(|r| r.get(il.index())) {
+            Some(&l) => Some(l).filter(|&l| l != NONE),
+            None => self.extra.get(&(c, il)).copied(),
+        }
+    }
+
+    /// Every entry, ascending by (core, input location).
+    fn entries(&self) -> Vec<((u32, MemLocId), MemLocId)> {
+        let mut v: Vec<((u32, MemLocId), MemLocId)> = self
+            .rows
+            .iter()
+            .flat_map(|(&c, r)| {
+                r.iter().enumerate().filter(|(_, l)| **l != NONE).map(move |(i, &l)| ((c, MemLocId::from_index(i)), l))
+            })
+            .collect();
+        if !self.extra.is_empty() {
+            v.extend(self.extra.iter().map(|(&k, &l)| (k, l)));
+            v.sort_unstable_by_key(|e| e.0);
+        }
+        v
+    }
+}
+
+/// One core's instruction names: the linked function's by name, and the input's.
+struct CoreNames<'a> {
+    /// Linked function instruction name -> instruction.
+    by_name: NameMap<'a, &'a Inst>,
+    /// The input function's instruction names.
+    input: NameSet<'a>,
+}
+
+impl<'a> CoreNames<'a> {
+    fn new(src: &'a Function, lf: &'a Function) -> Self {
+        let mut by_name = NameMap::with_capacity_and_hasher(lf.insts.len(), Default::default());
+        by_name.extend(lf.insts.iter().map(|i| (i.name.as_str(), i)));
+        let mut input = NameSet::with_capacity_and_hasher(src.insts.len(), Default::default());
+        input.extend(src.insts.iter().map(|i| i.name.as_str()));
+        CoreNames { by_name, input }
+    }
 }
 
 struct Ck<'a> {
@@ -93,13 +169,15 @@ struct Ck<'a> {
     linked: &'a Module,
     out: Vec<LinkViolation>,
     /// (core, input location) -> linked location, from access patterns.
-    loc_map: BTreeMap<(u32, MemLocId), MemLocId>,
+    loc_map: LocMap,
     /// Input tensor -> the linked locations its accesses use (one, when linked right).
-    by_key: BTreeMap<Key, BTreeSet<MemLocId>>,
-    /// Per input core: location name -> id.
-    names: BTreeMap<u32, BTreeMap<&'a str, MemLocId>>,
-    /// Linked location name -> id.
-    linked_names: BTreeMap<&'a str, MemLocId>,
+    by_key: KeyMap<'a>,
+    /// Per input core: location name -> id (the last of a repeated name).
+    names: BTreeMap<u32, NameMap<'a, MemLocId>>,
+    /// Linked location name -> id (the last of a repeated name).
+    linked_names: NameMap<'a, MemLocId>,
+    /// Per core with a linked function: its instruction names.
+    core_names: BTreeMap<u32, CoreNames<'a>>,
     /// Linked location -> the locations with a must-alias to it.
     must_alias_in: BTreeMap<MemLocId, Vec<MemLocId>>,
     /// (core, linked location) written by that core's linked function.
@@ -112,22 +190,26 @@ pub fn check_link(inputs: &[Module], linked: &Module) -> Vec<LinkViolation> {
         inputs: BTreeMap::new(),
         linked,
         out: Vec::new(),
-        loc_map: BTreeMap::new(),
-        by_key: BTreeMap::new(),
+        loc_map: LocMap::new(),
+        by_key: KeyMap::default(),
         names: BTreeMap::new(),
-        linked_names: BTreeMap::new(),
+        linked_names: NameMap::default(),
+        core_names: BTreeMap::new(),
         must_alias_in: BTreeMap::new(),
         written: BTreeSet::new(),
     };
     for m in inputs {
         let c = m.attrs.neuron_core_id.unwrap_or(0);
         ck.inputs.insert(c, m);
-        let idx = m.memlocs.iter().enumerate().map(|(i, l)| (l.name.as_str(), MemLocId::from_index(i))).collect();
+        ck.loc_map.rows.insert(c, vec![NONE; m.memlocs.len()]);
+        let mut idx = NameMap::with_capacity_and_hasher(m.memlocs.len(), Default::default());
+        idx.extend(m.memlocs.iter().enumerate().map(|(i, l)| (l.name.as_str(), MemLocId::from_index(i))));
         ck.names.insert(c, idx);
     }
     if !ck.indices() {
         return ck.out;
     }
+    ck.linked_names.reserve(linked.memlocs.len());
     for (i, l) in linked.memlocs.iter().enumerate() {
         let id = MemLocId::from_index(i);
         ck.linked_names.insert(l.name.as_str(), id);
@@ -147,6 +229,11 @@ pub fn check_link(inputs: &[Module], linked: &Module) -> Vec<LinkViolation> {
     }
     ck.header(inputs);
     let funcs = ck.core_functions();
+    for (&c, &f) in &funcs {
+        if let Some(src) = ck.input_fn(c) {
+            ck.core_names.insert(c, CoreNames::new(src, &linked.functions[f.index()]));
+        }
+    }
     ck.dispatcher(&funcs);
     for (&c, &f) in &funcs {
         ck.core(c, f);
@@ -185,20 +272,21 @@ impl<'a> Ck<'a> {
         let m = self.linked;
         let (nl, nf, nq) = (m.memlocs.len(), m.functions.len(), m.queues.len());
         let mut errs = Vec::new();
-        let mut loc = |what: &str, id: MemLocId| {
+        // The context is formatted only for a dangling index (no allocation per item on a valid module).
+        let mut loc = |what: &dyn Fn() -> String, id: MemLocId| {
             if id.index() >= nl {
-                errs.push(format!("{what}: location {}", id.0));
+                errs.push(format!("{}: location {}", what(), id.0));
             }
         };
         for l in &m.memlocs {
-            l.aliases.iter().for_each(|a| loc(&format!("alias of `{}`", l.name), a.target));
+            l.aliases.iter().for_each(|a| loc(&|| format!("alias of `{}`", l.name), a.target));
         }
-        m.sets.iter().for_each(|s| s.locs.iter().for_each(|&id| loc(&format!("set `{}`", s.name), id)));
+        m.sets.iter().for_each(|s| s.locs.iter().for_each(|&id| loc(&|| format!("set `{}`", s.name), id)));
         for f in &m.functions {
-            f.args.iter().for_each(|&id| loc(&format!("args of `{}`", f.name), id));
+            f.args.iter().for_each(|&id| loc(&|| format!("args of `{}`", f.name), id));
             for i in &f.insts {
-                let ctx = format!("`{}`/`{}`", f.name, i.name);
-                i.reads().iter().chain(i.write().iter()).for_each(|a| loc(&ctx, a.loc));
+                let ctx = || format!("`{}`/`{}`", f.name, i.name);
+                i.for_each_access(|a| loc(&ctx, a.loc));
             }
         }
         for f in &m.functions {
@@ -215,19 +303,19 @@ impl<'a> Ck<'a> {
                 errs.push(format!("function `{}`: an instruction is not listed exactly once", f.name));
             }
             for i in &f.insts {
-                let ctx = format!("`{}`/`{}`", f.name, i.name);
+                let ctx = || format!("`{}`/`{}`", f.name, i.name);
                 if i.deps.iter().any(|d| d.inst.index() >= f.insts.len()) {
-                    errs.push(format!("{ctx}: dependency"));
+                    errs.push(format!("{}: dependency", ctx()));
                 }
                 let q = match i.op {
                     Op::SwitchQueueInstance { queue, .. } => Some(queue),
                     _ => None,
                 };
                 if i.queue.into_iter().chain(q).any(|q| q.index() >= nq) {
-                    errs.push(format!("{ctx}: queue"));
+                    errs.push(format!("{}: queue", ctx()));
                 }
                 if matches!(i.op, Op::Call { callee } if callee.index() >= nf) {
-                    errs.push(format!("{ctx}: callee"));
+                    errs.push(format!("{}: callee", ctx()));
                 }
             }
         }
@@ -309,11 +397,10 @@ impl<'a> Ck<'a> {
         let (Some(src), Some(m)) = (self.input_fn(c), self.inputs.get(&c).copied()) else { return };
         let linked = self.linked;
         let lf = &linked.functions[fid.index()];
-        let by_name: BTreeMap<&str, &Inst> = lf.insts.iter().map(|i| (i.name.as_str(), i)).collect();
-        let input_names: BTreeSet<&str> = src.insts.iter().map(|i| i.name.as_str()).collect();
+        let Some(names) = self.core_names.remove(&c) else { return };
         let mut errs = Vec::new();
         for i in &src.insts {
-            let Some(&n) = by_name.get(i.name.as_str()) else {
+            let Some(&n) = names.by_name.get(i.name.as_str()) else {
                 errs.push(format!("instruction `{}` is missing", i.name));
                 continue;
             };
@@ -321,7 +408,8 @@ impl<'a> Ck<'a> {
                 errs.push(format!("instruction `{}`: {e}", i.name));
             }
         }
-        let extra: Vec<&Inst> = lf.insts.iter().filter(|i| !input_names.contains(i.name.as_str())).collect();
+        let extra: Vec<&Inst> = lf.insts.iter().filter(|i| !names.input.contains(i.name.as_str())).collect();
+        self.core_names.insert(c, names);
         let count = |p: &str, f: fn(&Op) -> bool| extra.iter().filter(|i| i.name.starts_with(p) && f(&i.op)).count();
         let rets = count("return_", |o| matches!(o, Op::Return));
         let cbs = count("cb_return_", |o| matches!(o, Op::CoreBarrier(_)));
@@ -348,19 +436,24 @@ impl<'a> Ck<'a> {
 
     /// Compares an input instruction with its linked copy; records the location correspondence.
     fn same_op(&mut self, c: u32, m: &'a Module, i: &Inst, n: &Inst) -> Option<String> {
-        let qname = |mm: &Module, q: Option<QueueId>| q.and_then(|q| mm.queues.get(q.index())).map(|q| q.name.clone());
+        fn qname(mm: &Module, q: Option<QueueId>) -> Option<&str> {
+            q.and_then(|q| mm.queues.get(q.index())).map(|q| q.name.as_str())
+        }
         if i.engine != n.engine || i.collective != n.collective || qname(m, i.queue) != qname(self.linked, n.queue) {
             return Some("engine, collective flag or queue differ".into());
         }
-        let mut pairs: Vec<(AccessPattern, AccessPattern)> = Vec::new();
+        // The paired access patterns: (input reads, linked reads) then the writes (no allocation).
+        let (mut reads, mut linked_reads): (&[AccessPattern], &[AccessPattern]) = (&[], &[]);
+        let mut pair_writes: [Option<(AccessPattern, AccessPattern)>; 1] = [None];
         let ok = match (&i.op, &n.op) {
             (Op::DmaCopy { src: a, dst: b }, Op::DmaCopy { src: x, dst: y }) => {
-                pairs.extend([(*a, *x), (*b, *y)]);
+                (reads, linked_reads) = (std::slice::from_ref(a), std::slice::from_ref(x));
+                pair_writes[0] = Some((*b, *y));
                 true
             }
             (Op::Compute { kind: k1, srcs: s1, dst: d1 }, Op::Compute { kind: k2, srcs: s2, dst: d2 }) => {
-                pairs.extend(s1.iter().copied().zip(s2.iter().copied()));
-                pairs.push((*d1, *d2));
+                (reads, linked_reads) = (s1, s2);
+                pair_writes[0] = Some((*d1, *d2));
                 k1 == k2 && s1.len() == s2.len()
             }
             (Op::CoreBarrier(a), Op::CoreBarrier(b)) => a.group == b.group && a.participants == b.participants,
@@ -373,11 +466,12 @@ impl<'a> Ck<'a> {
         if !ok {
             return Some("operation differs".into());
         }
+        let pairs = reads.iter().copied().zip(linked_reads.iter().copied()).chain(pair_writes.into_iter().flatten());
         for (a, b) in pairs {
             if (a.offset, a.len) != (b.offset, b.len) {
                 return Some("access range differs".into());
             }
-            match self.loc_map.insert((c, a.loc), b.loc) {
+            match self.loc_map.insert(c, a.loc, b.loc) {
                 Some(prev) if prev != b.loc => {
                     let name = m.memlocs.get(a.loc.index()).map_or("?", |l| l.name.as_str());
                     self.bad(ViolationKind::Shared, format!("core {c}'s `{name}` is split in two linked locations"));

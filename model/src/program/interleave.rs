@@ -4,12 +4,12 @@
 //! producer's buffer through its `RemoteLocalTarget`; a barrier is a
 //! rendezvous of its group's participants. Independent of the simulator.
 //!
-//! Cost: O(L log L) to resolve views by name (one ordered name table per
-//! module, L locations), then O(log C) per executed instruction to draw the
+//! Cost: O(L) expected to resolve views by name (one hash table of names per
+//! module, L locations; [`crate::namehash`], exact), then O(log C) per executed instruction to draw the
 //! next core among the C ready ones (a Fenwick tree over cores: the k-th
 //! ready core in core order, the same draw as a sorted list of ready cores),
 //! O(p) per barrier completion for p participants, plus the element work of
-//! each op: O(n log C + L log L + elements) for n instructions.
+//! each op: O(n log C + L + elements) for n instructions.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -18,6 +18,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::interp::{InterpError, Values, execute, initial_memory};
 use crate::ir::*;
+use crate::namehash::NameMap;
 
 /// Why an interleaved run failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -73,10 +74,10 @@ pub fn run_interleaved(modules: &[Module], inputs: &Values, seed: u64) -> Result
         m.verify().map_err(|e| InterleaveError::Interp { core, err: e.into() })?;
         mem.extend(initial_memory(m, inputs).map_err(|err| InterleaveError::Interp { core, err })?);
     }
-    let names: Vec<BTreeMap<&str, usize>> = modules
+    let names: Vec<NameMap<'_, usize>> = modules
         .iter()
         .map(|m| {
-            let mut t = BTreeMap::new();
+            let mut t = NameMap::with_capacity_and_hasher(m.memlocs.len(), Default::default());
             for (i, l) in m.memlocs.iter().enumerate() {
                 t.entry(l.name.as_str()).or_insert(i);
             }
@@ -190,7 +191,8 @@ pub fn run_linked_interleaved(linked: &Module, inputs: &Values, seed: u64) -> Re
     let mut streams: Vec<(usize, Vec<InstId>)> = Vec::new();
     // Per function: undone dependencies, dependents, and (stream, position) of each instruction.
     let mut undone: Vec<Vec<u32>> = Vec::new();
-    let mut users: Vec<Vec<Vec<InstId>>> = Vec::new();
+    // Dependents in compressed rows: instruction i's are `users[k].1[users[k].0[i]..users[k].0[i + 1]]`.
+    let mut users: Vec<(Vec<usize>, Vec<InstId>)> = Vec::new();
     let mut at: Vec<Vec<(usize, usize)>> = Vec::new();
     for (k, &f) in funcs.iter().enumerate() {
         let func = &linked.functions[f];
@@ -204,16 +206,33 @@ pub fn run_linked_interleaved(linked: &Module, inputs: &Values, seed: u64) -> Re
             pos[id.index()] = (s, streams[s].1.len());
             streams[s].1.push(id);
         }
-        let mut u = vec![Vec::new(); func.insts.len()];
-        let mut n = vec![0u32; func.insts.len()];
+        let ni = func.insts.len();
+        let mut n = vec![0u32; ni];
+        let mut start = vec![0usize; ni + 1];
+        for (i, inst) in func.insts.iter().enumerate() {
+            n[i] = u32::try_from(inst.deps.len()).unwrap_or(u32::MAX);
+            for d in &inst.deps {
+                if let Some(c) = start.get_mut(d.inst.index() + 1) {
+                    *c += 1;
+                }
+            }
+        }
+        for i in 0..ni {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut u = vec![InstId::from_index(0); start[ni]];
         for (i, inst) in func.insts.iter().enumerate() {
             for d in &inst.deps {
-                u[d.inst.index()].push(InstId::from_index(i));
-                n[i] += 1;
+                if d.inst.index() < ni {
+                    let f = &mut fill[d.inst.index()];
+                    u[*f] = InstId::from_index(i);
+                    *f += 1;
+                }
             }
         }
         undone.push(n);
-        users.push(u);
+        users.push((start, u));
         at.push(pos);
     }
     let mut pc = vec![0usize; streams.len()];
@@ -267,7 +286,8 @@ pub fn run_linked_interleaved(linked: &Module, inputs: &Values, seed: u64) -> Re
             let kt = streams[t].0;
             let done = streams[t].1[pc[t]];
             pc[t] += 1;
-            for &u in &users[kt][done.index()] {
+            let (start, list) = &users[kt];
+            for &u in &list[start[done.index()]..start[done.index() + 1]] {
                 let n = &mut undone[kt][u.index()];
                 *n = n.saturating_sub(1);
                 let (us, _) = at[kt][u.index()];

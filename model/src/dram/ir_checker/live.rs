@@ -6,9 +6,10 @@
 //! overwrite before the read, or the first write). A write no read follows
 //! is live at its own position only.
 //!
-//! Cost: O(t log t) for the function's t (instruction, location) touches.
-
-use std::collections::BTreeMap;
+//! Cost: O(t + L) for the function's t (instruction, location) touches and
+//! the module's L locations: the touches are bucketed by location with one
+//! counting sort (positions ascend within a bucket), and each bucket is
+//! scanned once. No allocation per instruction.
 
 use crate::ir::{Function, MemLocId, Module};
 
@@ -21,30 +22,101 @@ struct Touch {
     whole: bool,
 }
 
+/// The live segments of every location one function touches.
+pub struct LiveSegments {
+    /// The touched locations, ascending.
+    touched: Vec<MemLocId>,
+    /// `starts[k]..starts[k + 1]` indexes `segs` for `touched[k]`.
+    starts: Vec<usize>,
+    /// Inclusive segments `(from, to)`, ascending per location.
+    segs: Vec<(u64, u64)>,
+    /// Location index -> its position in `touched` (`u32::MAX`: untouched).
+    slot: Vec<u32>,
+}
+
+impl LiveSegments {
+    /// The touched locations, ascending.
+    pub fn touched(&self) -> &[MemLocId] {
+        &self.touched
+    }
+
+    /// The segments of `id` (empty if untouched).
+    pub fn get(&self, id: MemLocId) -> &[(u64, u64)] {
+        match self.slot.get(id.index()).copied() {
+            Some(k) if k != u32::MAX => &self.segs[self.starts[k as usize]..self.starts[k as usize + 1]],
+            _ => &[],
+        }
+    }
+}
+
 /// Inclusive live segments `(from, to)` of every location `f` touches, ascending.
-pub fn live_segments(m: &Module, f: &Function) -> BTreeMap<MemLocId, Vec<(u64, u64)>> {
-    let mut touches: BTreeMap<MemLocId, Vec<(u64, Touch)>> = BTreeMap::new();
+/// An access to a location outside `m.memlocs` is ignored (it has no bytes to check).
+pub fn live_segments(m: &Module, f: &Function) -> LiveSegments {
+    let nl = m.memlocs.len();
+    // Pass 1: one (location, position, touch) per distinct location an instruction touches.
+    let mut flat: Vec<(u32, u64, Touch)> = Vec::new();
     let mut pos = 0u64;
     for block in &f.blocks {
         for id in &block.insts {
             let Some(inst) = f.insts.get(id.index()) else { continue };
-            let mut here: BTreeMap<MemLocId, Touch> = BTreeMap::new();
-            for ap in inst.reads() {
-                here.entry(ap.loc).or_default().reads = true;
+            let here = flat.len();
+            for ap in inst.read_slice() {
+                let Ok(loc) = u32::try_from(ap.loc.index()) else { continue };
+                if ap.loc.index() >= nl {
+                    continue;
+                }
+                match flat[here..].iter_mut().find(|e| e.0 == loc) {
+                    Some(e) => e.2.reads = true,
+                    None => flat.push((loc, pos, Touch { reads: true, ..Touch::default() })),
+                }
             }
-            if let Some(ap) = inst.write() {
-                let count = m.memlocs.get(ap.loc.index()).map_or(u64::MAX, |l| l.elem_count);
-                let t = here.entry(ap.loc).or_default();
+            if let Some(ap) = inst.write()
+                && let Some(l) = m.memlocs.get(ap.loc.index())
+                && let Ok(loc) = u32::try_from(ap.loc.index())
+            {
+                let whole = ap.offset == 0 && ap.len >= l.elem_count;
+                let t = match flat[here..].iter_mut().position(|e| e.0 == loc) {
+                    Some(k) => &mut flat[here + k].2,
+                    None => {
+                        flat.push((loc, pos, Touch::default()));
+                        let last = flat.len() - 1;
+                        &mut flat[last].2
+                    }
+                };
                 t.writes = true;
-                t.whole |= ap.offset == 0 && ap.len >= count;
-            }
-            for (loc, t) in here {
-                touches.entry(loc).or_default().push((pos, t));
+                t.whole |= whole;
             }
             pos += 1;
         }
     }
-    touches.into_iter().map(|(loc, ev)| (loc, segments(&ev))).collect()
+    // Pass 2: a counting sort by location (stable: positions stay ascending).
+    let mut count = vec![0usize; nl + 1];
+    for e in &flat {
+        count[e.0 as usize + 1] += 1;
+    }
+    for k in 1..count.len() {
+        count[k] += count[k - 1];
+    }
+    let mut next = count.clone();
+    let mut sorted: Vec<(u64, Touch)> = vec![(0, Touch::default()); flat.len()];
+    for &(loc, p, t) in &flat {
+        sorted[next[loc as usize]] = (p, t);
+        next[loc as usize] += 1;
+    }
+    drop(flat);
+    // Pass 3: the backward scan per touched location.
+    let mut out = LiveSegments { touched: Vec::new(), starts: vec![0], segs: Vec::new(), slot: vec![u32::MAX; nl] };
+    for loc in 0..nl {
+        let ev = &sorted[count[loc]..count[loc + 1]];
+        if ev.is_empty() {
+            continue;
+        }
+        out.slot[loc] = out.touched.len() as u32;
+        out.touched.push(MemLocId::from_index(loc));
+        out.segs.extend(segments(ev));
+        out.starts.push(out.segs.len());
+    }
+    out
 }
 
 /// The backward scan over one location's touches (ascending positions).

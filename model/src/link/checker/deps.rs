@@ -14,12 +14,15 @@
 //! - the return `return_*` depends (control) on exactly the completion barrier.
 //!
 //! A dropped, added or mis-mapped edge is reported with both ends named.
-//! Cost: O((n + e) log n) for n instructions and e edges.
+//! Cost: O(n + e log e) expected for n instructions and e edges: names go
+//! through the per-core hash tables of [`super::CoreNames`]; each
+//! instruction's edges are sorted once.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Ck, ViolationKind};
 use crate::ir::*;
+use crate::namehash::NameMap;
 
 /// An edge as the checker compares it: (target instruction name, kind).
 type Edge<'a> = (&'a str, EdgeKind);
@@ -34,10 +37,16 @@ fn queue_of<'a>(m: &'a Module, i: &Inst) -> Option<&'a str> {
 }
 
 fn edges<'a>(f: &'a Function, i: &Inst) -> Vec<Edge<'a>> {
-    let mut v: Vec<Edge<'a>> =
-        i.deps.iter().map(|d| (f.insts.get(d.inst.index()).map_or("?", |t| t.name.as_str()), d.kind)).collect();
-    v.sort_unstable();
+    let mut v = Vec::new();
+    edges_into(f, i, &mut v);
     v
+}
+
+/// [`edges`] into a reused buffer (no allocation per instruction).
+fn edges_into<'a>(f: &'a Function, i: &Inst, v: &mut Vec<Edge<'a>>) {
+    v.clear();
+    v.extend(i.deps.iter().map(|d| (f.insts.get(d.inst.index()).map_or("?", |t| t.name.as_str()), d.kind)));
+    v.sort_unstable();
 }
 
 /// `want` and `got` differ: what is missing and what is unexpected, as one message.
@@ -59,22 +68,24 @@ impl<'a> Ck<'a> {
             let Some(src) = self.input_fn(c) else { continue };
             let linked = self.linked;
             let lf = &linked.functions[fid.index()];
-            let input_names: BTreeSet<&str> = src.insts.iter().map(|i| i.name.as_str()).collect();
-            let by_name: BTreeMap<&str, &Inst> = lf.insts.iter().map(|i| (i.name.as_str(), i)).collect();
-            let inserted = |name: &str, prefix: &str| !input_names.contains(name) && name.starts_with(prefix);
-            // Dependents of each inserted switch.
-            let mut switch_users: BTreeMap<&str, Vec<&Inst>> = BTreeMap::new();
+            let Some(names) = self.core_names.get(&c) else { continue };
+            let (input_names, by_name) = (&names.input, &names.by_name);
+            let inserted = |name: &str, prefix: &str| name.starts_with(prefix) && !input_names.contains(name);
+            // Dependents of each inserted switch (looked up, never iterated).
+            let mut switch_users: NameMap<'_, Vec<&Inst>> = NameMap::default();
             for i in &lf.insts {
-                for (t, _) in edges(lf, i) {
+                for d in &i.deps {
+                    let t = lf.insts.get(d.inst.index()).map_or("?", |t| t.name.as_str());
                     if inserted(t, "I-SQI-") {
                         switch_users.entry(t).or_default().push(i);
                     }
                 }
             }
+            let (mut want, mut got): (Vec<Edge<'_>>, Vec<Edge<'_>>) = (Vec::new(), Vec::new());
             for i in &src.insts {
                 let Some(&n) = by_name.get(i.name.as_str()) else { continue }; // reported by `core`
-                let want = edges(src, i);
-                let mut got = edges(lf, n);
+                edges_into(src, i, &mut want);
+                edges_into(lf, n, &mut got);
                 let dma_queue = matches!(n.op, Op::DmaCopy { .. }).then(|| queue_of(linked, n)).flatten();
                 got.retain(|&(t, k)| {
                     let switch = inserted(t, "I-SQI-") && k == EdgeKind::Control;

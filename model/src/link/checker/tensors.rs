@@ -7,8 +7,9 @@ use crate::ir::*;
 
 impl<'a> Ck<'a> {
     /// The tensor an input location stands for (a view: its producer's tensor).
-    pub(super) fn key_of(&self, c: u32, id: MemLocId) -> Option<Key> {
-        let l = self.inputs.get(&c)?.memlocs.get(id.index())?;
+    pub(super) fn key_of(&self, c: u32, id: MemLocId) -> Option<Key<'a>> {
+        let m: &'a Module = self.inputs.get(&c)?;
+        let l = m.memlocs.get(id.index())?;
         match &l.remote_local_target {
             Some(r) => {
                 let t = *self.names.get(&r.core)?.get(r.name.as_str())?;
@@ -17,8 +18,8 @@ impl<'a> Ck<'a> {
                 }
                 self.key_of(r.core, t)
             }
-            None if matches!(l.usage, Usage::Input | Usage::Weight | Usage::Output) => Some(Key::Ext(l.name.clone())),
-            None => Some(Key::Local(c, l.name.clone())),
+            None if matches!(l.usage, Usage::Input | Usage::Weight | Usage::Output) => Some(Key::Ext(l.name.as_str())),
+            None => Some(Key::Local(c, l.name.as_str())),
         }
     }
 
@@ -28,15 +29,28 @@ impl<'a> Ck<'a> {
 
     /// One tensor <-> one linked location, with the tensor's attributes and address.
     pub(super) fn locations(&mut self) {
-        let mut by_linked: BTreeMap<MemLocId, BTreeSet<Key>> = BTreeMap::new();
-        let pairs: Vec<((u32, MemLocId), MemLocId)> = self.loc_map.iter().map(|(k, v)| (*k, *v)).collect();
-        for ((c, il), ll) in pairs {
+        // Linked location -> the first tensor seen there; a second, different one marks it conflicting.
+        let mut first: Vec<Option<Key<'a>>> = vec![None; self.linked.memlocs.len()];
+        let mut conflicting: BTreeSet<MemLocId> = BTreeSet::new();
+        let pairs = self.loc_map.entries();
+        let mut keyed: Vec<(MemLocId, Key<'a>)> = Vec::with_capacity(pairs.len());
+        for &((c, il), ll) in &pairs {
             let Some(key) = self.key_of(c, il) else {
                 self.bad(ViolationKind::Location, format!("core {c}: location {} has no resolvable tensor", il.0));
                 continue;
             };
-            by_linked.entry(ll).or_default().insert(key.clone());
-            self.by_key.entry(key).or_default().insert(ll);
+            keyed.push((ll, key));
+            match first.get_mut(ll.index()) {
+                Some(Some(k)) if *k != key => {
+                    conflicting.insert(ll);
+                }
+                Some(slot @ None) => *slot = Some(key),
+                _ => {}
+            }
+            let ls = self.by_key.entry(key).or_default();
+            if let Err(at) = ls.binary_search(&ll) {
+                ls.insert(at, ll);
+            }
             let (Some(a), Some(b)) = (self.input_loc(c, il), self.linked.memlocs.get(ll.index())) else { continue };
             let sig = |l: &MemoryLocation| (l.mem_type, l.dtype, l.elem_count, l.address, l.partition, l.bank);
             if sig(a) != sig(b) {
@@ -44,16 +58,18 @@ impl<'a> Ck<'a> {
                 self.bad(ViolationKind::Location, msg);
             }
         }
-        for (ll, keys) in by_linked {
-            if keys.len() > 1 {
-                let name = &self.linked.memlocs[ll.index()].name;
-                self.bad(ViolationKind::Location, format!("linked location `{name}` holds different tensors {keys:?}"));
-            }
+        let mut by_linked: BTreeMap<MemLocId, BTreeSet<Key<'a>>> = BTreeMap::new();
+        for (ll, key) in keyed.into_iter().filter(|(ll, _)| conflicting.contains(ll)) {
+            by_linked.entry(ll).or_default().insert(key);
         }
-        let split: Vec<String> = self
-            .by_key
-            .iter()
-            .filter(|(_, ls)| ls.len() > 1)
+        for (ll, keys) in by_linked {
+            let name = &self.linked.memlocs[ll.index()].name;
+            self.bad(ViolationKind::Location, format!("linked location `{name}` holds different tensors {keys:?}"));
+        }
+        let mut split: Vec<(&Key<'a>, &Vec<MemLocId>)> = self.by_key.iter().filter(|(_, ls)| ls.len() > 1).collect();
+        split.sort_unstable_by_key(|e| e.0);
+        let split: Vec<String> = split
+            .into_iter()
             .map(|(k, ls)| {
                 let names: Vec<&str> = ls.iter().map(|l| self.linked.memlocs[l.index()].name.as_str()).collect();
                 format!("tensor {k:?} is split over linked locations {names:?}")
@@ -71,11 +87,10 @@ impl<'a> Ck<'a> {
         for (&c, &fid) in funcs {
             let Some(src) = self.input_fn(c) else { continue };
             let lf = &self.linked.functions[fid.index()];
-            let by_name: BTreeMap<&str, &Inst> = lf.insts.iter().map(|i| (i.name.as_str(), i)).collect();
-            let input_names: BTreeSet<&str> = src.insts.iter().map(|i| i.name.as_str()).collect();
+            let Some(names) = self.core_names.get(&c) else { continue };
             for i in &src.insts {
                 let (Op::CoreBarrier(a), Some(Op::CoreBarrier(b))) =
-                    (&i.op, by_name.get(i.name.as_str()).map(|n| &n.op))
+                    (&i.op, names.by_name.get(i.name.as_str()).map(|n| &n.op))
                 else {
                     continue;
                 };
@@ -89,7 +104,7 @@ impl<'a> Ck<'a> {
                 }
             }
             for n in
-                lf.insts.iter().filter(|n| n.name.starts_with("cb_return_") && !input_names.contains(n.name.as_str()))
+                lf.insts.iter().filter(|n| n.name.starts_with("cb_return_") && !names.input.contains(n.name.as_str()))
             {
                 if let Op::CoreBarrier(b) = &n.op {
                     renumbered.push((b.id, format!("{}/{}", lf.name, n.name)));
@@ -150,8 +165,8 @@ impl<'a> Ck<'a> {
                     errs.push((ViolationKind::Shared, format!("view `{}` of core {c} has no target", v.name)));
                     continue;
                 };
-                let unified = match self.by_key.get(&key).map(|s| s.iter().copied().collect::<Vec<_>>()) {
-                    Some(ls) if ls.len() == 1 => ls[0],
+                let unified = match self.by_key.get(&key).map(Vec::as_slice) {
+                    Some(&[l]) => l,
                     Some(_) => continue, // split: reported by `locations`
                     None => match self.linked_names.get(r.name.as_str()) {
                         Some(&i) => i,
@@ -204,7 +219,10 @@ impl<'a> Ck<'a> {
 
     /// No handoff target is an external output; every other written output still is.
     pub(super) fn outputs(&mut self) {
-        let mut targets: BTreeSet<Key> = BTreeSet::new();
+        let mut targets: std::collections::HashSet<
+            Key<'a>,
+            std::hash::BuildHasherDefault<crate::namehash::NameHasher>,
+        > = Default::default();
         for (&c, m) in &self.inputs {
             for (i, l) in m.memlocs.iter().enumerate() {
                 if l.remote_local_target.is_some()
@@ -214,28 +232,33 @@ impl<'a> Ck<'a> {
                 }
             }
         }
-        let was_output: BTreeSet<MemLocId> = self
-            .loc_map
-            .iter()
-            .filter(|((c, il), _)| self.input_loc(*c, *il).is_some_and(|x| x.usage == Usage::Output))
-            .map(|(_, ll)| *ll)
-            .collect();
-        let mut errs = Vec::new();
+        let mut was_output = vec![false; self.linked.memlocs.len()];
+        for ((c, il), ll) in self.loc_map.entries() {
+            if self.input_loc(c, il).is_some_and(|x| x.usage == Usage::Output)
+                && let Some(w) = was_output.get_mut(ll.index())
+            {
+                *w = true;
+            }
+        }
+        // (tensor, linked location, message), sorted by the first two (stable: a pair's two messages keep their order).
+        let mut errs: Vec<(&Key<'a>, MemLocId, String)> = Vec::new();
         for (k, ls) in &self.by_key {
-            for l in ls {
+            for &l in ls {
                 let loc = &self.linked.memlocs[l.index()];
                 if targets.contains(k) && loc.usage == Usage::Output {
-                    errs.push(format!("intermediate `{}` is still an external output", loc.name));
+                    errs.push((k, l, format!("intermediate `{}` is still an external output", loc.name)));
                 }
                 if matches!(k, Key::Ext(_))
                     && !targets.contains(k)
                     && loc.usage != Usage::Output
-                    && was_output.contains(l)
+                    && was_output.get(l.index()).copied().unwrap_or(false)
                 {
-                    errs.push(format!("program output `{}` is no longer an output", loc.name));
+                    errs.push((k, l, format!("program output `{}` is no longer an output", loc.name)));
                 }
             }
         }
+        errs.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        let errs: Vec<String> = errs.into_iter().map(|e| e.2).collect();
         for e in errs {
             self.bad(ViolationKind::Output, e);
         }
