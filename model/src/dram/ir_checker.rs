@@ -414,7 +414,7 @@ fn overlaps(
         .enumerate()
         .flat_map(|(i, id)| segs.get(id).into_iter().flatten().map(move |&(f, t)| (i, f, t)))
         .collect();
-    for (i, j, time) in super::sweep::overlapping_pairs(&ranges, lists) {
+    for (i, j, time) in super::sweep::overlapping_pairs(&ranges, lists, usize::MAX).pairs {
         let ((a_lo, a_hi), (b_lo, b_hi)) = (ranges[i], ranges[j]);
         let (a, b) = (m.loc(private[i]).name.clone(), m.loc(private[j]).name.clone());
         out.push(IrViolation::Overlap { core, a, a_lo, a_hi, b, b_lo, b_hi, time });
