@@ -239,7 +239,8 @@ pub fn check(problem: &Problem, config: &AllocConfig, addresses: &[u64]) -> Vec<
         if let Some(cc_base) = cc_base {
             if collective[index] && address < cc_base {
                 out.push(Violation::CollectiveOutsideCcRegion { index, name: name(), address, cc_base });
-            } else if !collective[index] && address < cc_base && end > cc_base {
+            } else if !collective[index] && cc_base < ceiling && address < cc_base && end > cc_base {
+                // (With an empty CC region the ceiling is the region's: OutOfRegion already says it.)
                 out.push(Violation::CrossesCcCeiling { index, name: name(), address, end, cc_base });
             }
         }
@@ -311,6 +312,16 @@ mod tests {
             time: 99_990,
         };
         assert_eq!(v, vec![want]);
+    }
+
+    #[test]
+    fn with_no_cc_region_a_buffer_over_the_ceiling_is_only_out_of_region() {
+        let config = AllocConfig::minimalloc(1, 100, Order::Seed);
+        let problem =
+            Problem { locations: vec![Location::new("x", 20, 1, vec![LiveInterval::new(0, 1)])], cc_operands: vec![] };
+        let want = Violation::OutOfRegion { index: 0, name: "x".into(), end: 110, ceiling: 100 };
+        assert_eq!(check(&problem, &config, &[90]), vec![want]);
+        assert_eq!(check(&problem, &config, &[80]), vec![]);
     }
 
     #[test]
