@@ -148,3 +148,146 @@ fn capacity_is_a_ceiling_only_when_given() {
     // --align 0 is a usage error.
     assert_eq!(lncsim(&["alloc", input.to_str().expect("path"), "--align", "0"]).status.code(), Some(2));
 }
+
+/// `lncsim alloc FILE --judge` and the JSON verdict.
+fn judge_json(file: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let mut args = vec!["alloc", file.to_str().expect("path"), "--judge", "--json"];
+    args.extend_from_slice(extra);
+    let o = lncsim(&args);
+    let v = serde_json::from_str(stdout(&o).trim()).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
+    (o.status.code(), v, stderr(&o))
+}
+
+#[test]
+fn judge_a_valid_placement_prints_its_peak_against_the_lower_bound_and_lncsims() {
+    // MiniMalloc's old format (buffer, start, inclusive end), a gap, an alignment: valid, peak 12.
+    let text =
+        "buffer,start,end,size,alignment,gaps,offset\na,0,9,4,4,3-6,0\nb,4,6,4,1,,0\nc,0,9,4,4,,4\nd,0,2,4,1,,8\n";
+    let f = tmp("judge_ok.16.csv", text);
+    let o = lncsim(&["alloc", f.to_str().expect("path"), "--judge"]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let t = stdout(&o);
+    assert!(t.contains("lower bound: 12\n"), "{t}");
+    assert!(t.contains("peak:        12 (peak/LB 1.0000)\n"), "{t}");
+    assert!(t.contains("lncsim peak: 12 (peak/LB 1.0000, order seed; equal)\n"), "{t}");
+    assert!(t.contains("capacity:    16 (fits)\n") && t.contains("valid:       true\n"), "{t}");
+    assert!(!t.contains("violation"), "{t}");
+    // Without the gap, `a` and `b` share bytes 0..4 at time 4..6.
+    let f = tmp("judge_nogap.csv", &text.replace("3-6", ""));
+    let (code, v, e) = judge_json(&f, &["--no-compare"]);
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(v["violations"], serde_json::json!(["`a` [0, 4) and `b` [0, 4) overlap while both live at time 4"]));
+    assert_eq!((v["lncsim_peak"].clone(), v["capacity"].clone()), (serde_json::Value::Null, serde_json::Value::Null));
+    assert_eq!(e.lines().count(), 1, "{e}");
+}
+
+#[test]
+fn judge_reports_every_overlap_out_of_bounds_and_misalignment_by_name() {
+    let text = "id,lower,upper,size,alignment,offset\n\
+                a,0,5,4,1,0\nb,3,9,4,1,2\nc,0,9,3,8,12\nd,4,9,2,1,20\ne,0,1,4,1,0\n";
+    let f = tmp("judge_bad.20.csv", text);
+    let (code, v, e) = judge_json(&f, &[]);
+    assert_eq!(code, Some(1), "{v}");
+    let want = [
+        "location 2 `c` at 12 is not a multiple of 8",
+        "location 3 `d` ends at 22, above the region ceiling 20",
+        "`a` [0, 4) and `b` [2, 6) overlap while both live at time 3",
+        "`a` [0, 4) and `e` [0, 4) overlap while both live at time 0",
+    ];
+    assert_eq!(v["violations"], serde_json::json!(want));
+    assert_eq!((v["peak"].clone(), v["lower_bound"].clone(), v["fits"].clone()), (22.into(), 13.into(), false.into()));
+    // lncsim's own placement of the same problem (offsets ignored) is valid and lower.
+    assert!(v["lncsim_peak"].as_u64().is_some_and(|p| (13..22).contains(&p)), "{v}");
+    assert!(e.starts_with("lncsim: error: ") && e.contains("breaks 4 rule(s); first: location 2 `c`"), "{e}");
+    // --capacity overrides the file name's capacity: 22 fits, the other three remain.
+    let (_, v, _) = judge_json(&f, &["--capacity", "22"]);
+    assert_eq!(v["violations"].as_array().map(Vec::len), Some(3), "{v}");
+}
+
+#[test]
+fn judge_lncsims_own_placement_of_a_bench_file_round_trips() {
+    // No alloc-bench file carries offsets: write lncsim's placement out and judge it
+    // (B does not fit its 1 MiB name capacity in lncsim's placement: the judge says so).
+    let Some(dir) = bench_dir() else { return };
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("alloc_cli_{}_B.1048576.csv", std::process::id()));
+    let o = lncsim(&[
+        "alloc",
+        dir.join("B.1048576.csv").to_str().expect("path"),
+        "--align",
+        "1",
+        "--json",
+        "--out",
+        out.to_str().expect("path"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let own: serde_json::Value = serde_json::from_str(stdout(&o).trim()).expect("JSON");
+    let (code, v, _) = judge_json(&out, &["--no-compare"]);
+    assert_eq!((code, v["fits"].clone()), (Some(1), false.into()));
+    let over = v["violations"].as_array().expect("list");
+    assert!(
+        !over.is_empty()
+            && over.iter().all(|x| x.as_str().is_some_and(|x| x.contains("above the region ceiling 1048576")))
+    );
+    let (code, v, e) = judge_json(&out, &["--capacity", "0x10000000"]);
+    assert_eq!(code, Some(0), "{e}");
+    assert_eq!(v["valid"], true);
+    assert_eq!(v["violations"], serde_json::json!([]));
+    assert_eq!((v["peak"].clone(), v["lncsim_peak"].clone()), (own["peak"].clone(), own["peak"].clone()));
+    assert_eq!(v["lower_bound"], own["lower_bound"]);
+    assert_eq!(v["fits"], true);
+    // One buffer moved onto another's bytes: the checker names both.
+    let text = std::fs::read_to_string(&out).expect("placed");
+    let mut rows: Vec<Vec<String>> = text.lines().map(|l| l.split(',').map(String::from).collect()).collect();
+    let (first_lo, first_hi) = (rows[1][1].parse::<u64>().expect("lower"), rows[1][2].parse::<u64>().expect("upper"));
+    let victim = (2..rows.len())
+        .find(|&r| {
+            let (lo, hi) = (rows[r][1].parse::<u64>().expect("lower"), rows[r][2].parse::<u64>().expect("upper"));
+            lo < first_hi && first_lo < hi
+        })
+        .expect("a buffer live with the first");
+    rows[victim][4] = rows[1][4].clone();
+    let moved: String = rows.iter().map(|r| r.join(",") + "\n").collect();
+    std::fs::write(&out, moved).expect("write");
+    let (code, v, _) = judge_json(&out, &["--no-compare", "--capacity", "0x10000000"]);
+    assert_eq!(code, Some(1));
+    let (a, b) = (format!("`{}` [", rows[1][0]), format!("`{}` [", rows[victim][0]));
+    let named = v["violations"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|x| x.as_str())
+        .any(|x| x.starts_with(&a) && x.contains(&format!(" and {b}")) && x.contains("overlap"));
+    assert!(named, "{v}");
+}
+
+#[test]
+fn judge_bad_inputs_are_one_line_exit_1_and_bad_usage_exit_2() {
+    let cases = [
+        ("nooff.csv", "id,lower,upper,size\na,0,1,1\n", "nooff.csv:1: missing column `offset`"),
+        (
+            "emptyoff.csv",
+            "id,lower,upper,size,offset\na,0,1,1,0\nb,0,1,1,\n",
+            "emptyoff.csv:3: buffer `b` has no offset",
+        ),
+        ("syn.csv", "id,lower,begin,upper,size,offset\n", "syn.csv:1: columns `lower` and `begin` both name `lower`"),
+        (
+            "win.csv",
+            "id,lower,upper,size,gaps,offset\na,0,9,1,2-3@0:1,0\n",
+            "win.csv:2: column `gaps`: `2-3@0:1` has a window",
+        ),
+    ];
+    for (name, text, want) in cases {
+        let f = tmp(name, text);
+        let o = lncsim(&["alloc", f.to_str().expect("path"), "--judge"]);
+        assert_eq!(o.status.code(), Some(1), "{name}");
+        let e = stderr(&o);
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(e.starts_with("lncsim: error: ") && e.contains(want), "{e}");
+        assert_eq!(stdout(&o), "", "{name}");
+    }
+    let f = tmp("usage.csv", "id,lower,upper,size,offset\na,0,1,1,0\n");
+    let p = f.to_str().expect("path");
+    assert_eq!(lncsim(&["alloc", p, "--no-compare"]).status.code(), Some(2));
+    assert_eq!(lncsim(&["alloc", p, "--judge", "--out", "x.csv"]).status.code(), Some(2));
+    assert_eq!(lncsim(&["alloc", p, "--judge", "--align", "0"]).status.code(), Some(2));
+}

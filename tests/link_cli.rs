@@ -110,3 +110,101 @@ fn bad_input_gets_one_typed_line() {
     assert_eq!(run(&["link", "a.bir", "--modules", "b.bir"]).0, 2);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Writes the per-core modules of `gen --seed 3 --cores 2` and lncsim's link of them; returns (paths, linked text).
+fn own_link(dir: &std::path::Path) -> (Vec<String>, String) {
+    let modules = per_core_modules(&generate(&GenConfig::new(3, 2, SizeClass::Small))).unwrap();
+    let mut paths = Vec::new();
+    for (c, m) in modules.iter().enumerate() {
+        let f = dir.join(format!("core{c}.bir"));
+        std::fs::write(&f, ir::print(m)).unwrap();
+        paths.push(f.to_str().unwrap().to_string());
+    }
+    let mut args = vec!["link", "--modules"];
+    args.extend(paths.iter().map(String::as_str));
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    (paths, out)
+}
+
+/// `text` with every whole-word `from` (not inside a longer name) replaced by `to`.
+fn rename_word(text: &str, from: &str, to: &str) -> String {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.';
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find(from) {
+        let before = out.chars().last().or_else(|| rest[..i].chars().last());
+        let before = if i > 0 { rest[..i].chars().last() } else { before };
+        let after = rest[i + from.len()..].chars().next();
+        out.push_str(&rest[..i]);
+        if before.is_some_and(word) || after.is_some_and(word) {
+            out.push_str(from);
+        } else {
+            out.push_str(to);
+        }
+        rest = &rest[i + from.len()..];
+    }
+    out + rest
+}
+
+/// `link --modules ... --linked FILE` on `text`.
+fn judge(dir: &std::path::Path, paths: &[String], tag: &str, text: &str, json: bool) -> (i32, String, String) {
+    let f = dir.join(format!("{tag}.bir"));
+    std::fs::write(&f, text).unwrap();
+    let mut args = vec!["link", "--modules"];
+    args.extend(paths.iter().map(String::as_str));
+    args.extend(["--linked", f.to_str().unwrap()]);
+    if json {
+        args.push("--json");
+    }
+    run(&args)
+}
+
+#[test]
+fn linked_judges_a_given_linked_module_with_the_link_checker() {
+    let dir = tmp("judge");
+    let (paths, linked) = own_link(&dir);
+    // lncsim's own link output (summary comments and all) passes.
+    let (code, out, err) = judge(&dir, &paths, "own", &linked, false);
+    assert_eq!((code, err.as_str()), (0, ""), "{out}");
+    assert!(
+        out.contains("against 2 per-core module(s)\n") && out.ends_with("verdict: pass (0 violation(s))\n"),
+        "{out}"
+    );
+    let (code, out, _) = judge(&dir, &paths, "own_json", &linked, true);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((code, v["valid"].clone(), v["modules"].clone()), (0, true.into(), 2.into()));
+
+    // A dropped dependency edge: the first instruction of nc0 with one `after` loses it.
+    let body = linked.find("func nc0").unwrap();
+    let at = body + linked[body..].find(" after ").unwrap();
+    let eol = at + linked[at..].find('\n').unwrap();
+    let line_start = linked[..at].rfind('\n').unwrap() + 1;
+    let inst = linked[line_start..at].trim().split(' ').next().unwrap().to_string();
+    let dropped = format!("{}{}", &linked[..at], &linked[eol..]);
+    let (code, out, err) = judge(&dir, &paths, "dropped", &dropped, false);
+    assert_eq!(code, 1, "{out}");
+    let edge = out.lines().find(|l| l.starts_with("violation: Edge: ")).unwrap_or_else(|| panic!("{out}"));
+    assert!(edge.contains(&inst), "{edge} should name {inst}");
+    assert!(
+        err.starts_with("lncsim: error: ") && err.contains("link checker: ") && err.trim_end().lines().count() == 1
+    );
+    assert!(out.trim_end().ends_with("violation(s))") && out.contains("verdict: FAIL ("), "{out}");
+
+    // A renamed external location (the runtime binds it by name).
+    let input = linked.lines().find(|l| l.starts_with("loc ") && l.contains(" dram input ")).unwrap();
+    let name = input.split(' ').nth(1).unwrap().to_string();
+    let renamed = rename_word(&linked, &name, &format!("{name}_r"));
+    assert_ne!(renamed, linked);
+    let (code, out, _) = judge(&dir, &paths, "renamed", &renamed, false);
+    assert_eq!(code, 1, "{out}");
+    let want = format!("(tensor `{name}`) became `{name}_r`: not its name nor the documented `{name}.nc<core>[.k]`");
+    assert!(out.lines().any(|l| l.starts_with("violation: Location: ") && l.contains(&want)), "{out}");
+
+    // Bad input and bad usage.
+    let (code, _, err) = judge(&dir, &paths, "garbage", "module x lnc\n", false);
+    assert!(code == 1 && err.trim_end().lines().count() == 1 && err.contains("garbage.bir:"), "{err}");
+    assert_eq!(run(&["link", "x.bir", "--linked", "l.bir"]).0, 2);
+    assert_eq!(run(&["link", "--modules", "a.bir", "--linked", "l.bir", "--link-dir", "d"]).0, 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}

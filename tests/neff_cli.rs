@@ -124,3 +124,40 @@ fn pack_then_inspect_verifies_and_the_same_seed_gives_the_same_bytes() {
     assert_eq!(v["header"]["lnc_size"], 4);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Our own packed NEFF with one def.json var's `var_id` set to `id`, re-packed with a correct hash.
+fn with_var_id(member: &str, id: u64) -> Vec<u8> {
+    use lncsim_model::program::{GenConfig, SizeClass};
+    let b = lncsim_model::load::testkit::pack_generated(&GenConfig::new(41, 2, SizeClass::Small)).unwrap();
+    lncsim_model::load::fuzz::repack(&b, |m, _| {
+        let mut v: serde_json::Value = serde_json::from_slice(m.get(member).unwrap()).unwrap();
+        let name = v["var"].as_object().unwrap().keys().next().unwrap().clone();
+        v["var"][&name]["var_id"] = serde_json::json!(id);
+        assert!(m.set(member, serde_json::to_vec(&v).unwrap()));
+    })
+    .unwrap()
+}
+
+#[test]
+fn inspect_reports_the_loaders_refusal_of_an_absurd_var_id() {
+    let d = scratch("absurd-id");
+    let bad = d.join("bad.neff");
+    std::fs::write(&bad, with_var_id("sg01/def.json", 4_000_000_000)).unwrap();
+    let (code, out, err) = lncsim(&["neff", "inspect", bad.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("nrt_load would refuse it: ") && err.contains("sg01/def.json"), "{err}");
+    assert!(err.contains("field var_id: 4000000000 is absurd") && err.contains("NRT_INVALID"), "{err}");
+    assert!(out.contains("subgraph sg01"), "the summary is still printed: {out}");
+    // `lncsim load` refuses it with the same message.
+    let (code, _, load_err) = lncsim(&["load", bad.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    let msg = err.split("nrt_load would refuse it: ").nth(1).unwrap().split(" [").next().unwrap();
+    assert!(load_err.contains(msg), "load said {load_err}, inspect said {msg}");
+    // A sparse but bounded id is inspected and loaded alike.
+    let ok = d.join("ok.neff");
+    std::fs::write(&ok, with_var_id("sg01/def.json", 3000)).unwrap();
+    let (code, _, err) = lncsim(&["neff", "inspect", ok.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -4,7 +4,8 @@
 //!
 //! The capacity in the file name (`<name>.<capacity>.csv`) is reported (fits or
 //! not); it is a ceiling only when `--capacity` is given. No HWM and no CC
-//! region: MiniMalloc problems have neither.
+//! region: MiniMalloc problems have neither. `--judge` checks the file's own
+//! placement instead (`super::alloc_judge`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -47,11 +48,17 @@ impl OrderArg {
 /// Arguments of `lncsim alloc`.
 #[derive(Debug, Args)]
 pub struct AllocArgs {
-    /// The MiniMalloc CSV problem (columns id, lower, upper, size; optional alignment, offset, end).
+    /// The MiniMalloc CSV problem (columns id, lower, upper, size; optional alignment, offset, gaps; MiniMalloc's synonyms).
     pub file: PathBuf,
-    /// Page in bytes: sizes round up to it and sub-page buffers never straddle it (1 = off; DRAM uses 4096).
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..))]
-    pub align: u64,
+    /// Page in bytes: sizes round up to it and sub-page buffers never straddle it (1 = off) [default: 4096; 1 with --judge].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub align: Option<u64>,
+    /// Judge the placement in the file's `offset` column (another allocator's) with the independent checker instead of allocating.
+    #[arg(long, conflicts_with = "out")]
+    pub judge: bool,
+    /// With --judge: skip lncsim's own placement of the problem (its peak is not shown).
+    #[arg(long, requires = "judge")]
+    pub no_compare: bool,
     /// Assignment order: `seed` (simplify stack, first fit) or `size` (decreasing size, best fit).
     #[arg(long, value_enum, default_value_t = OrderArg::Seed)]
     pub order: OrderArg,
@@ -103,11 +110,15 @@ pub fn run(args: &AllocArgs) -> Result<ExitCode, CliError> {
         CliError::BadInput(format!("{shown}: not UTF-8 text (invalid byte at offset {at})"))
     })?;
     let parsed = csv::parse(&shown, &text).map_err(|e| CliError::BadInput(e.to_string()))?;
-    let problem = parsed.to_problem(args.align);
+    if args.judge {
+        return super::alloc_judge::run(args, &parsed, args.align.unwrap_or(1));
+    }
+    let align = args.align.unwrap_or(4096);
+    let problem = parsed.to_problem(align);
     let bad = |e: AllocError| CliError::BadInput(format!("{shown}: {e}"));
     let lower_bound = problem.lower_bound().map_err(bad)?;
     let name_capacity = args.file.file_name().and_then(|n| n.to_str()).and_then(csv::capacity_from_name);
-    let config = AllocConfig::minimalloc(args.align, args.capacity.unwrap_or(u64::MAX), args.order.order());
+    let config = AllocConfig::minimalloc(align, args.capacity.unwrap_or(u64::MAX), args.order.order());
     let t0 = Instant::now();
     let result = allocate(&problem, &config);
     let millis = t0.elapsed().as_secs_f64() * 1e3;
@@ -124,7 +135,7 @@ pub fn run(args: &AllocArgs) -> Result<ExitCode, CliError> {
     let report = Report {
         file: shown.clone(),
         order: args.order.name(),
-        align: args.align,
+        align,
         buffers: problem.locations.len(),
         lower_bound,
         peak,

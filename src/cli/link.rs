@@ -8,6 +8,13 @@
 //! lines) and the linked module in the text format; `--json` prints
 //! `{"report": ..., "module": "<text>"}` instead. The independent checker runs
 //! on every link: a violation fails the command (exit 1).
+//!
+//! `lncsim link --modules A.bir B.bir ... --linked L.bir` links nothing: it
+//! judges `L.bir`, a linked module written by another linker (or edited by
+//! hand), against the per-core inputs with the independent link checker
+//! (`link::checker::check_link`, no code shared with the linker), prints
+//! every violation and exits 1 on any. The tensor map is not in the text
+//! format, so it is not judged here (`check_linked` judges lncsim's own).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,7 +25,7 @@ use lncsim_model::link::{LinkOptions, check_link, link_with};
 use lncsim_model::pipeline::{PipelineOptions, build_pipeline};
 
 use super::files::check_output_dir;
-use super::{CliError, read_module, shown};
+use super::{CliError, read_module, read_module_unchecked, shown};
 
 /// Arguments of `lncsim link`.
 #[derive(Debug, Args)]
@@ -29,6 +36,9 @@ pub struct LinkArgs {
     /// Link these per-core modules (text format, one module per file) instead of a program.
     #[arg(long, num_args = 1..)]
     pub modules: Vec<PathBuf>,
+    /// Judge this linked module (another linker's output) against --modules with the link checker instead of linking.
+    #[arg(long, value_name = "FILE", requires = "modules", conflicts_with_all = ["file", "link_dir"])]
+    pub linked: Option<PathBuf>,
     /// Split the program for this many cores instead of its lnc_size.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256), conflicts_with = "modules", allow_negative_numbers = true)]
     pub cores: Option<u32>,
@@ -69,6 +79,9 @@ pub fn run(a: LinkArgs) -> Result<ExitCode, CliError> {
         }
         None => a.modules.iter().map(|f| read_module(f)).collect::<Result<Vec<_>, _>>()?,
     };
+    if let Some(l) = &a.linked {
+        return judge(&modules, l, a.json);
+    }
     let opts = LinkOptions { link_dir: a.link_dir.clone() };
     let linked = link_with(&modules, &opts).map_err(|e| CliError::BadInput(format!("link: {e}")))?;
     let text = ir::print(&linked.module);
@@ -83,4 +96,36 @@ pub fn run(a: LinkArgs) -> Result<ExitCode, CliError> {
         return Err(CliError::CheckFailed(format!("link checker: {first} ({} violations)", violations.len())));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--linked L.bir`: the link checker's verdict on a given linked module.
+/// The linked file is parsed without the device check: the checker's own
+/// `verify` and rules judge it. Cost: the checker's, O((n + e + L) log (n + L)).
+fn judge(modules: &[ir::Module], linked: &std::path::Path, json: bool) -> Result<ExitCode, CliError> {
+    let name = shown(linked);
+    let module = read_module_unchecked(linked)?;
+    let violations = check_link(modules, &module);
+    if json {
+        let found: Vec<String> = violations.iter().map(|v| v.to_string()).collect();
+        let v = serde_json::json!({
+            "linked": name, "modules": modules.len(), "valid": violations.is_empty(), "violations": found,
+        });
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    } else {
+        println!("link check: {name} against {} per-core module(s)", modules.len());
+        for v in &violations {
+            println!("violation: {v}");
+        }
+        println!(
+            "verdict: {} ({} violation(s))",
+            if violations.is_empty() { "pass" } else { "FAIL" },
+            violations.len()
+        );
+    }
+    match violations.first() {
+        Some(first) => {
+            Err(CliError::CheckFailed(format!("{name}: link checker: {first} ({} violations)", violations.len())))
+        }
+        None => Ok(ExitCode::SUCCESS),
+    }
 }

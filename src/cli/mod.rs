@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod alloc;
+mod alloc_judge;
 mod bench;
 mod bench_alloc;
 mod bench_flow;
@@ -285,7 +286,9 @@ mod tests {
             "compile x --cores 2 --allreduce-buffer-size -1 --dram-region-mib 8 --shared-core-cap-mib 0 --link-dir d",
             "link x --cores 2 --allreduce-buffer-size 500 --link-dir d --json",
             "link --modules a b",
+            "link --modules a b --linked l --json",
             "alloc x --align 1 --order size --capacity 0x100 --out o --svg s --json",
+            "alloc x --judge --no-compare --align 4096 --capacity 0x100 --svg s --json",
             "neff pack x -o y --cores 2 --seed 3 --uncompressed --allreduce-buffer-size -1",
             "neff pack x -o y --level 9",
             "neff inspect x --json --verify-hash",

@@ -1,9 +1,15 @@
 //! `lncsim neff inspect FILE.neff [--json] [--verify-hash]`.
+//!
+//! After the summary, the loader's number bounds (`load::mem_ref::refuse_absurd_numbers`:
+//! var ids, sizes, offsets, alignments) are applied to every subgraph: a NEFF
+//! that `nrt_load` would refuse for them is reported with the loader's own
+//! message and exits 1, so inspect never passes what load refuses.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use lncsim_model::load::mem_ref::refuse_absurd_numbers;
 use lncsim_model::neff::container::payload;
 use lncsim_model::neff::{Neff, NeffError, ReadOptions, Summary};
 
@@ -36,6 +42,12 @@ pub fn run(a: InspectArgs) -> Result<ExitCode, CliError> {
         println!("{text}");
     } else {
         print_text(&s);
+    }
+    for sg in &neff.subgraphs {
+        if let Err(e) = refuse_absurd_numbers(sg) {
+            let (file, status) = (shown(&a.file), e.status);
+            return Err(CliError::BadInput(format!("{file}: nrt_load would refuse it: {} [{status}]", e.message)));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

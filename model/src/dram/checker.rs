@@ -5,9 +5,10 @@
 //! problem and the config alone; overlaps come from the checkers' own sweep
 //! ([`super::sweep`]).
 //!
-//! Cost: O(n) for the per-location rules, O(s log s + k log k) for the overlap
-//! sweep over s live intervals with k overlapping pairs (see [`super::sweep`]
-//! for the term while an overlap is live); memory O(n + s).
+//! Cost: O(n) for the per-location rules, O((n + s + k) log(n + s)) for the
+//! overlap sweep over s live intervals with k overlapping pairs (see
+//! [`super::sweep`]), k at most [`MAX_OVERLAPS`] (past it the sweep stops and
+//! [`Violation::TooManyOverlaps`] says so); memory O(n + s + k).
 //!
 //! The page rule it checks is the seed's: a location of at most one page must
 //! not straddle a page boundary; a larger one takes the raw gap start, which
@@ -19,6 +20,9 @@
 
 use super::config::AllocConfig;
 use super::problem::Problem;
+
+/// The most overlapping pairs [`check`] lists; past it, [`Violation::TooManyOverlaps`].
+pub const MAX_OVERLAPS: usize = 10_000;
 
 /// One broken rule. Locations are named by index and name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -156,6 +160,12 @@ pub enum Violation {
         /// A time both are live.
         time: u64,
     },
+    /// More than `limit` overlapping pairs: the first `limit` are listed, the sweep stopped.
+    #[error("more than {limit} overlapping pairs; the sweep stopped after listing {limit}")]
+    TooManyOverlaps {
+        /// [`MAX_OVERLAPS`].
+        limit: usize,
+    },
 }
 
 /// Checks `addresses` (one per location) against every rule; returns every violation.
@@ -229,7 +239,8 @@ pub fn check(problem: &Problem, config: &AllocConfig, addresses: &[u64]) -> Vec<
         if let Some(cc_base) = cc_base {
             if collective[index] && address < cc_base {
                 out.push(Violation::CollectiveOutsideCcRegion { index, name: name(), address, cc_base });
-            } else if !collective[index] && address < cc_base && end > cc_base {
+            } else if !collective[index] && cc_base < ceiling && address < cc_base && end > cc_base {
+                // (With an empty CC region the ceiling is the region's: OutOfRegion already says it.)
                 out.push(Violation::CrossesCcCeiling { index, name: name(), address, end, cc_base });
             }
         }
@@ -245,7 +256,8 @@ pub fn check(problem: &Problem, config: &AllocConfig, addresses: &[u64]) -> Vec<
     let spans: Vec<(u64, u64)> = ranges.iter().map(|r| r.unwrap_or((0, 0))).collect();
     let segs: Vec<(usize, u64, u64)> =
         locs.iter().enumerate().flat_map(|(i, l)| l.intervals.iter().map(move |x| (i, x.def, x.last_use))).collect();
-    for (a, b, time) in super::sweep::overlapping_pairs(&spans, segs) {
+    let found = super::sweep::overlapping_pairs(&spans, segs, MAX_OVERLAPS);
+    for (a, b, time) in found.pairs {
         let ((a_lo, a_hi), (b_lo, b_hi)) = (spans[a], spans[b]);
         out.push(Violation::Overlap {
             a,
@@ -258,6 +270,9 @@ pub fn check(problem: &Problem, config: &AllocConfig, addresses: &[u64]) -> Vec<
             b_hi,
             time,
         });
+    }
+    if found.truncated {
+        out.push(Violation::TooManyOverlaps { limit: MAX_OVERLAPS });
     }
     out
 }
@@ -297,5 +312,30 @@ mod tests {
             time: 99_990,
         };
         assert_eq!(v, vec![want]);
+    }
+
+    #[test]
+    fn with_no_cc_region_a_buffer_over_the_ceiling_is_only_out_of_region() {
+        let config = AllocConfig::minimalloc(1, 100, Order::Seed);
+        let problem =
+            Problem { locations: vec![Location::new("x", 20, 1, vec![LiveInterval::new(0, 1)])], cc_operands: vec![] };
+        let want = Violation::OutOfRegion { index: 0, name: "x".into(), end: 110, ceiling: 100 };
+        assert_eq!(check(&problem, &config, &[90]), vec![want]);
+        assert_eq!(check(&problem, &config, &[80]), vec![]);
+    }
+
+    #[test]
+    fn a_placement_with_every_buffer_at_zero_stops_at_the_overlap_limit() {
+        let config = AllocConfig::minimalloc(1, u64::MAX, Order::Seed);
+        let (problem, _) = ring(200);
+        // All live at time 100 too: widen every interval to [0, 200].
+        let mut problem = problem;
+        for l in &mut problem.locations {
+            l.intervals = vec![LiveInterval::new(0, 200)];
+        }
+        let v = check(&problem, &config, &[0; 200]);
+        assert_eq!(v.len(), MAX_OVERLAPS + 1);
+        assert_eq!(v.last(), Some(&Violation::TooManyOverlaps { limit: MAX_OVERLAPS }));
+        assert!(v[..MAX_OVERLAPS].iter().all(|x| matches!(x, Violation::Overlap { .. })));
     }
 }

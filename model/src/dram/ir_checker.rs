@@ -407,7 +407,7 @@ fn overlaps(m: &Module, core: u32, private: &[MemLocId], segs: &LiveSegments, ou
     let ranges: Vec<(u64, u64)> = private.iter().map(|&id| range(id)).collect();
     let lists: Vec<(usize, u64, u64)> =
         private.iter().enumerate().flat_map(|(i, &id)| segs.get(id).iter().map(move |&(f, t)| (i, f, t))).collect();
-    for (i, j, time) in super::sweep::overlapping_pairs(&ranges, lists) {
+    for (i, j, time) in super::sweep::overlapping_pairs(&ranges, lists, usize::MAX).pairs {
         let ((a_lo, a_hi), (b_lo, b_hi)) = (ranges[i], ranges[j]);
         let (a, b) = (m.loc(private[i]).name.clone(), m.loc(private[j]).name.clone());
         out.push(IrViolation::Overlap { core, a, a_lo, a_hi, b, b_lo, b_hi, time });

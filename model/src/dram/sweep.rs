@@ -6,32 +6,44 @@
 //!
 //! **Algorithm.** Each item's inclusive live segments are sorted and merged
 //! (adjacent or overlapping ones), so an item has at most one segment live at
-//! any position. The segments are swept by start position, the live items
-//! kept in a map ordered by first byte. While no two live items share a byte
-//! (always, on a valid allocation) the live map is a sorted list of disjoint
-//! ranges, so a starting item meets a live one iff it meets its predecessor
-//! or successor, and the ones it meets are the contiguous run around it.
-//! While some live pair overlaps (counted exactly), a start or an expiry scans
-//! the whole live map instead. A pair is recorded the first time it is met,
-//! which is at its first common position (starts are visited in ascending
-//! order, and the later start of two intersecting segments is a position both
-//! cover).
+//! any position. The segments are swept by start position. The items are
+//! ranked once by (first byte, item); a max tree over the ranks holds each
+//! live item's end byte (0 when not live). A starting item `[lo, hi)` meets
+//! exactly the live items of rank below the first rank with first byte `>= hi`
+//! whose end is `> lo`; the tree's descent visits only subtrees whose maximum
+//! end exceeds `lo`, so each one met costs O(log n) and a start meeting none
+//! costs O(log n), whether or not other live items overlap. A pair is recorded
+//! the first time it is met, which is at its first common position (starts
+//! are visited in ascending order, and the later start of two intersecting
+//! segments is a position both cover). The sweep stops once `limit` distinct
+//! pairs are recorded (a placement with every buffer at one address has n²/2
+//! of them; a foreign placement must not make the checker quadratic).
 //!
-//! **Cost.** O(s log s) to sort the s segments, O(s log L) for the sweep with
-//! at most L items live at once, plus O(L) per start or expiry while an
-//! overlap is live (never on a valid allocation) and O(k log k) for the k
-//! pairs found. Memory O(n + s).
+//! **Cost.** O(s log s) to sort the s segments and O(n log n) to rank the n
+//! items, O((s + k') log n) for the sweep where k' ≤ s + (pairs met, counted
+//! with repeats across an item's segments), and O(k log k) for the k ≤ `limit`
+//! distinct pairs recorded. Memory O(n + s + k).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
+
+/// The pairs found by [`overlapping_pairs`], and whether it stopped at its limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overlaps {
+    /// `(a, b, time)` with `a < b`, sorted by `(a, b)`.
+    pub pairs: Vec<(usize, usize, u64)>,
+    /// The sweep stopped at `limit` pairs: there may be more.
+    pub truncated: bool,
+}
 
 /// Every pair `(a, b, time)` with `a < b` whose nonempty byte ranges
 /// `ranges[a] = [lo, hi)` and `ranges[b]` intersect and whose inclusive live
 /// segments share a position; `time` is the first shared position. `segs`
 /// holds `(item, from, to)` in any order. Sorted by `(a, b)`. Items with an
 /// empty range, items out of `ranges`' bounds and inverted segments (`from >
-/// to`) take part in nothing.
-pub fn overlapping_pairs(ranges: &[(u64, u64)], mut segs: Vec<(usize, u64, u64)>) -> Vec<(usize, usize, u64)> {
+/// to`) take part in nothing. At most `limit` pairs: the sweep stops at the
+/// start that records one more than `limit` and reports `truncated`.
+pub fn overlapping_pairs(ranges: &[(u64, u64)], mut segs: Vec<(usize, u64, u64)>, limit: usize) -> Overlaps {
     segs.retain(|&(i, f, t)| f <= t && ranges.get(i).is_some_and(|r| r.0 < r.1));
     segs.sort_unstable();
     // Merge each item's overlapping or adjacent segments; then order by start.
@@ -43,62 +55,82 @@ pub fn overlapping_pairs(ranges: &[(u64, u64)], mut segs: Vec<(usize, u64, u64)>
         }
     }
     events.sort_unstable();
-    let mut live = Live::default();
+    // Rank the items by (first byte, item): ranks of first byte < x are a prefix.
+    let mut by_lo: Vec<usize> = (0..ranges.len()).collect();
+    by_lo.sort_unstable_by_key(|&i| (ranges[i].0, i));
+    let mut rank = vec![0usize; ranges.len()];
+    for (r, &i) in by_lo.iter().enumerate() {
+        rank[i] = r;
+    }
+    let los: Vec<u64> = by_lo.iter().map(|&i| ranges[i].0).collect();
+    let mut live = MaxTree::new(ranges.len());
     let mut expiry: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
     let mut found: BTreeMap<(usize, usize), u64> = BTreeMap::new();
     let mut hits = Vec::new();
+    let mut truncated = false;
     for &(t, i, to) in &events {
         while let Some(&Reverse((end, j))) = expiry.peek() {
             if end >= t {
                 break;
             }
             expiry.pop();
-            live.remove(j, ranges[j]);
+            live.set(rank[j], 0);
         }
+        let (lo, hi) = ranges[i];
         hits.clear();
-        live.meeting(ranges[i], &mut hits);
-        for &j in &hits {
+        live.above(los.partition_point(|&l| l < hi), lo, &mut hits);
+        for &r in &hits {
+            let j = by_lo[r];
             found.entry((i.min(j), i.max(j))).or_insert(t);
         }
-        live.insert(i, ranges[i], hits.len());
+        if found.len() > limit {
+            truncated = true;
+            break;
+        }
+        live.set(rank[i], hi);
         expiry.push(Reverse((to, i)));
     }
-    found.into_iter().map(|((a, b), t)| (a, b, t)).collect()
+    let mut pairs: Vec<(usize, usize, u64)> = found.into_iter().map(|((a, b), t)| (a, b, t)).collect();
+    pairs.truncate(limit);
+    Overlaps { pairs, truncated }
 }
 
-/// The live items by (first byte, item) -> end, and how many live pairs overlap.
-#[derive(Default)]
-struct Live {
-    map: BTreeMap<(u64, usize), u64>,
-    overlapping: usize,
+/// A max tree over `n` leaves (ranks), each holding a live item's end byte or 0.
+struct MaxTree {
+    leaves: usize,
+    node: Vec<u64>,
 }
 
-impl Live {
-    /// Pushes every live item sharing a byte with `[lo, hi)` onto `out`.
-    fn meeting(&self, (lo, hi): (u64, u64), out: &mut Vec<usize>) {
-        if self.overlapping > 0 {
-            out.extend(self.map.iter().filter(|&(&(l, _), &h)| l < hi && lo < h).map(|(&(_, j), _)| j));
-            return;
-        }
-        // Disjoint and sorted: the ends ascend with the starts.
-        for (&(_, j), _) in self.map.range(..(lo, usize::MAX)).rev().take_while(|&(_, &h)| h > lo) {
-            out.push(j);
-        }
-        for (&(_, j), _) in self.map.range((lo, usize::MAX)..).take_while(|&(&(l, _), _)| l < hi) {
-            out.push(j);
+impl MaxTree {
+    fn new(n: usize) -> Self {
+        let leaves = n.max(1).next_power_of_two();
+        MaxTree { leaves, node: vec![0; 2 * leaves] }
+    }
+
+    /// Sets leaf `r` to `v` and updates its ancestors: O(log n).
+    fn set(&mut self, r: usize, v: u64) {
+        let mut x = r + self.leaves;
+        self.node[x] = v;
+        while x > 1 {
+            x /= 2;
+            self.node[x] = self.node[2 * x].max(self.node[2 * x + 1]);
         }
     }
 
-    fn insert(&mut self, i: usize, (lo, hi): (u64, u64), partners: usize) {
-        self.map.insert((lo, i), hi);
-        self.overlapping += partners;
-    }
-
-    fn remove(&mut self, i: usize, (lo, hi): (u64, u64)) {
-        self.map.remove(&(lo, i));
-        if self.overlapping > 0 {
-            let partners = self.map.iter().filter(|&(&(l, _), &h)| l < hi && lo < h).count();
-            self.overlapping -= partners;
+    /// Pushes every leaf `r < prefix` whose value exceeds `floor`: O((1 + found) log n).
+    fn above(&self, prefix: usize, floor: u64, out: &mut Vec<usize>) {
+        let mut stack = vec![(1usize, 0usize, self.leaves)];
+        while let Some((x, first, width)) = stack.pop() {
+            if first >= prefix || self.node[x] <= floor {
+                continue;
+            }
+            if width == 1 {
+                out.push(first);
+                continue;
+            }
+            let half = width / 2;
+            stack.push((2 * x + 1, first + half, half));
+            stack.push((2 * x, first, half));
         }
     }
 }
@@ -136,7 +168,7 @@ mod tests {
 
     fn pairs(ranges: &[(u64, u64)], segs: &[Vec<(u64, u64)>]) -> Vec<(usize, usize, u64)> {
         let flat = segs.iter().enumerate().flat_map(|(i, l)| l.iter().map(move |&(f, t)| (i, f, t))).collect();
-        overlapping_pairs(ranges, flat)
+        overlapping_pairs(ranges, flat, usize::MAX).pairs
     }
 
     #[test]
@@ -155,6 +187,31 @@ mod tests {
         let ranges = [(0, 8), (0, 8), (0, 8), (4, 12), (6, 7)];
         let segs = vec![vec![(0, 2)], vec![(1, 3)], vec![(2, 2)], vec![(10, 12)], vec![(11, 11), (20, 19)]];
         assert_eq!(pairs(&ranges, &segs), vec![(0, 1, 1), (0, 2, 2), (1, 2, 2), (3, 4, 11)]);
+    }
+
+    #[test]
+    fn the_limit_stops_the_sweep_and_says_so() {
+        // Five buffers on the same bytes at the same time: ten pairs.
+        let ranges = [(0, 4); 5];
+        let segs: Vec<(usize, u64, u64)> = (0..5).map(|i| (i, 0, 3)).collect();
+        let all = overlapping_pairs(&ranges, segs.clone(), usize::MAX);
+        assert_eq!((all.pairs.len(), all.truncated), (10, false));
+        let exact = overlapping_pairs(&ranges, segs.clone(), 10);
+        assert_eq!((exact.pairs.len(), exact.truncated), (10, false));
+        let cut = overlapping_pairs(&ranges, segs.clone(), 3);
+        assert_eq!((cut.pairs.len(), cut.truncated), (3, true));
+        assert!(cut.pairs.iter().all(|p| all.pairs.contains(p)), "{cut:?}");
+        let none = overlapping_pairs(&ranges, segs, 0);
+        assert_eq!((none.pairs, none.truncated), (vec![], true));
+    }
+
+    #[test]
+    fn an_overlap_under_many_disjoint_live_buffers_is_found_once() {
+        // Two wide overlapping buffers live throughout, 2000 disjoint ones above them.
+        let mut ranges = vec![(0u64, 100u64), (50, 150)];
+        ranges.extend((0..2000u64).map(|k| (1000 + 10 * k, 1010 + 10 * k)));
+        let segs = (0..ranges.len()).map(|i| (i, i as u64, 5000)).collect();
+        assert_eq!(overlapping_pairs(&ranges, segs, usize::MAX), Overlaps { pairs: vec![(0, 1, 1)], truncated: false });
     }
 
     #[test]

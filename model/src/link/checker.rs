@@ -9,7 +9,8 @@
 //! once with the same operation, plus exactly one `return_*` (last), one
 //! `cb_return_*` completion barrier and any `I-SQI-*` switches; one input
 //! tensor -> one linked location and one linked location -> one tensor (a
-//! view counts as its producer's tensor); slot ids of the barriers flagged
+//! view counts as its producer's tensor), named as the tensor or by the
+//! documented collision rename `<name>.nc<core>[.k]`; slot ids of the barriers flagged
 //! before linking plus the completion barriers unique and dense from 0, flags
 //! cleared, unflagged ids kept, every group arrived at exactly once by each
 //! participant; every shared tensor one location whose (address, partition,

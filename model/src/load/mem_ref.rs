@@ -51,19 +51,9 @@ pub(super) fn var_table(mla: &MlaResources<'_>) -> Result<BTreeMap<u32, KbinVar>
     for (name, v) in &sg.def.var {
         if v.var_id >= limit {
             marks::hit("load.s3.absurd_var_id");
-            return Err(field(
-                sg,
-                name,
-                "var_id",
-                format!("{} is absurd: a table of {} vars takes ids below {limit}", v.var_id, sg.def.var.len()),
-            ));
+            return Err(absurd_var_id(sg, name, v.var_id, limit));
         }
-        let size = bounded(sg, name, "size", v.size.unwrap_or(0))?;
-        bounded(sg, name, "backing_variable_off", v.backing_variable_off.unwrap_or(0))?;
-        let align = v.alignment.unwrap_or(1).max(1);
-        if !align.is_power_of_two() || align > MAX_ALIGN {
-            return Err(field(sg, name, "alignment", format!("{align} is not a power of two up to {MAX_ALIGN}")));
-        }
+        let (size, align) = var_numbers(sg, name, v)?;
         let shared = v.extra.get(VNC_SHARED_KEY).and_then(Value::as_bool) == Some(true);
         let (kind, place, size, data) = match &v.var_type {
             VarType::Input => (VarKind::Input, Place::Io, size, None),
@@ -92,6 +82,36 @@ pub(super) fn var_table(mla: &MlaResources<'_>) -> Result<BTreeMap<u32, KbinVar>
         marks::hit("load.s3.var_id_gap");
     }
     Ok(vars)
+}
+
+fn absurd_var_id(sg: &Subgraph, name: &str, id: u32, limit: u32) -> LoadError {
+    let n = sg.def.var.len();
+    field(sg, name, "var_id", format!("{id} is absurd: a table of {n} vars takes ids below {limit}"))
+}
+
+/// A var's bounded size and alignment (the number rules of [`var_table`]).
+fn var_numbers(sg: &Subgraph, name: &str, v: &crate::neff::manifest::Var) -> Result<(u64, u64), LoadError> {
+    let size = bounded(sg, name, "size", v.size.unwrap_or(0))?;
+    bounded(sg, name, "backing_variable_off", v.backing_variable_off.unwrap_or(0))?;
+    let align = v.alignment.unwrap_or(1).max(1);
+    if !align.is_power_of_two() || align > MAX_ALIGN {
+        return Err(field(sg, name, "alignment", format!("{align} is not a power of two up to {MAX_ALIGN}")));
+    }
+    Ok((size, align))
+}
+
+/// The loader's refusal of a subgraph's var numbers, without loading: the
+/// first var id, size, offset or alignment [`var_table`] would refuse, with
+/// the same message (for `lncsim neff inspect`). O(n) in vars.
+pub fn refuse_absurd_numbers(sg: &Subgraph) -> Result<(), LoadError> {
+    let limit = var_id_limit(sg.def.var.len());
+    for (name, v) in &sg.def.var {
+        if v.var_id >= limit {
+            return Err(absurd_var_id(sg, name, v.var_id, limit));
+        }
+        var_numbers(sg, name, v)?;
+    }
+    Ok(())
 }
 
 /// Bytes any one size or offset read from a file may have (256 TiB): far

@@ -80,7 +80,7 @@ impl Campaign {
                     signature: sig.clone(),
                     seeds: 0,
                     first_seed: o.seed,
-                    example: o.failures.get(i).or(o.failures.first()).cloned().unwrap_or_default(),
+                    example: o.examples.get(i).cloned().unwrap_or_default(),
                     replay: o.replay.clone(),
                 });
                 g.seeds += 1;
@@ -221,6 +221,7 @@ mod tests {
             passed: sigs.is_empty(),
             failures: sigs.iter().map(|s| format!("{s}: detail")).collect(),
             signatures: sigs.iter().map(|s| s.to_string()).collect(),
+            examples: sigs.iter().map(|s| format!("{s}: detail")).collect(),
             verdicts: vec![
                 ("c", if sigs.is_empty() { Verdict::Pass } else { Verdict::Fail }),
                 ("n", Verdict::NotExercised),
@@ -251,6 +252,19 @@ mod tests {
         assert_eq!(c.groups[1].replay.as_deref(), Some("lncsim run --seed 5"));
         assert_eq!(c.checks["c"], [1, 4, 0]);
         assert_eq!(c.checks["n"], [0, 0, 5]);
+    }
+
+    #[test]
+    fn a_groups_example_is_the_first_seeds_own_line_for_that_signature() {
+        // Seed 4 fails `a` twice, then `b`: `b`'s example is its `b` line, not the second `a` line.
+        let mut o = outcome(4, &["a / x", "b / y"], &[], false);
+        o.failures = vec!["a: first".into(), "a: second".into(), "b: third".into()];
+        o.examples = vec!["a: first".into(), "b: third".into()];
+        let r = SwarmReport { outcomes: vec![o, outcome(6, &["b / y"], &[], false)], stopped: false };
+        let c = Campaign::of(&r);
+        let ex: Vec<(&str, u64, &str)> =
+            c.groups.iter().map(|g| (g.signature.as_str(), g.first_seed, g.example.as_str())).collect();
+        assert_eq!(ex, vec![("b / y", 4, "b: third"), ("a / x", 4, "a: first")]);
     }
 
     #[test]

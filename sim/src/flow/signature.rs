@@ -17,19 +17,29 @@ pub fn signature(what: &str, detail: &str) -> String {
 
 /// Every failure's signature in `r`, stages first, in report order, without repeats.
 pub fn signatures(r: &RunReport) -> Vec<String> {
-    let stages =
-        r.stages.iter().filter_map(|s| s.outcome.as_ref().err().map(|e| signature(&format!("stage {}", s.name), e)));
+    signatures_with_examples(r).into_iter().map(|(s, _)| s).collect()
+}
+
+/// Every failure of `r` as (signature, line), stages first, in report order
+/// and with repeats; the line is `NAME: detail`, as `RunReport::failures` prints it.
+pub fn failure_lines(r: &RunReport) -> Vec<(String, String)> {
+    let stages = r.stages.iter().filter_map(|s| {
+        let e = s.outcome.as_ref().err()?;
+        Some((signature(&format!("stage {}", s.name), e), format!("{}: {e}", s.name)))
+    });
     let checks = r.checks.iter().filter_map(|c| match &c.result {
-        CheckResult::Fail(e) => Some(signature(c.name, e)),
+        CheckResult::Fail(e) => Some((signature(c.name, e), format!("{}: {e}", c.name))),
         _ => None,
     });
-    let mut out: Vec<String> = Vec::new();
-    for s in stages.chain(checks) {
-        if !out.contains(&s) {
-            out.push(s);
-        }
-    }
-    out
+    stages.chain(checks).collect()
+}
+
+/// Each signature of `r` once, in report order, with the first failure line
+/// that has it (a group's example is then its own failure, never another's).
+/// O(f log f) in failures.
+pub fn signatures_with_examples(r: &RunReport) -> Vec<(String, String)> {
+    let mut seen = std::collections::BTreeSet::new();
+    failure_lines(r).into_iter().filter(|(s, _)| seen.insert(s.clone())).collect()
 }
 
 /// The kind of a failure text: its head, particulars replaced.
@@ -106,5 +116,26 @@ mod tests {
         r.check("outputs", &[5], Err("output `b` differs first at element 9".into()));
         r.check("fine", &[1], Ok(()));
         assert_eq!(signatures(&r), vec!["stage link / link", "outputs / output _ differs first at element N"]);
+    }
+
+    #[test]
+    fn each_signature_keeps_its_own_first_line() {
+        let mut r = RunReport::new(1, None);
+        r.check("outputs", &[5], Err("output `a` differs first at element 3".into()));
+        r.check("outputs", &[5], Err("output `b` differs first at element 9".into()));
+        r.check("happens-before", &[4], Err("race (write-write) at 0x100: core 0".into()));
+        let lines: Vec<String> = failure_lines(&r).into_iter().map(|(_, l)| l).collect();
+        assert_eq!(lines, r.failures());
+        let ex = signatures_with_examples(&r);
+        assert_eq!(ex.len(), 2);
+        assert_eq!(ex[0].1, "outputs: output `a` differs first at element 3");
+        // The second signature's example is the race, not the second outputs line.
+        assert_eq!(
+            ex[1],
+            (
+                "happens-before / race (write-write) at N".into(),
+                "happens-before: race (write-write) at 0x100: core 0".into()
+            )
+        );
     }
 }

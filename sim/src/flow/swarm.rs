@@ -18,7 +18,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
 use super::report::CheckResult;
-use super::signature::signatures;
+use super::signature::signatures_with_examples;
 use super::{Features, LoadFault, PlantedBug, RunConfig, run};
 
 /// One of `count` disjoint shards of a seed range: seeds `start + index + k * count`.
@@ -218,6 +218,8 @@ pub struct SeedOutcome {
     pub failures: Vec<String>,
     /// The failures' signatures (check + kind), each once.
     pub signatures: Vec<String>,
+    /// Per signature (same index), the first failure line that has it.
+    pub examples: Vec<String>,
     /// Each check's verdict, in report order.
     pub verdicts: Vec<(&'static str, Verdict)>,
     /// The coverage marks the run hit, with counts.
@@ -254,16 +256,18 @@ pub fn run_seed(seed: u64, cfg: &SwarmConfig) -> SeedOutcome {
     let report = run(&rc);
     let marks = rec.delta();
     let mut failures = report.failures();
-    let mut sigs = signatures(&report);
+    let (mut sigs, mut examples): (Vec<String>, Vec<String>) = signatures_with_examples(&report).into_iter().unzip();
     if cfg.check_determinism {
         let again = run(&rc);
         if again.trace_hash != report.trace_hash || again.failures() != failures {
-            failures.push(format!(
+            let line = format!(
                 "determinism: trace hash {:?} then {:?}",
                 report.trace_hash.map(|h| format!("{h:016x}")),
                 again.trace_hash.map(|h| format!("{h:016x}"))
-            ));
+            );
+            failures.push(line.clone());
             sigs.push("determinism / trace hash or report differs".to_owned());
+            examples.push(line);
         }
     }
     let verdicts = report
@@ -284,6 +288,7 @@ pub fn run_seed(seed: u64, cfg: &SwarmConfig) -> SeedOutcome {
         passed: failures.is_empty(),
         failures,
         signatures: sigs,
+        examples,
         verdicts,
         marks,
         replay: rc.replay(),

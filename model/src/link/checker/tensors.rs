@@ -5,6 +5,22 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{Ck, Key, ViolationKind};
 use crate::ir::*;
 
+/// Whether a linked location named `linked` may stand for the tensor named
+/// `tensor`: its own name, or the linker's collision rename `<tensor>.nc<core>`
+/// with an optional `.k` (`k >= 2`) (seed 000 §5, `copyAllocs2Func`).
+fn renamed_as_documented(tensor: &str, linked: &str) -> bool {
+    if linked == tensor {
+        return true;
+    }
+    let Some(rest) = linked.strip_prefix(tensor).and_then(|r| r.strip_prefix(".nc")) else { return false };
+    let (core, k) = match rest.split_once('.') {
+        Some((core, k)) => (core, Some(k)),
+        None => (rest, None),
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    digits(core) && k.is_none_or(|k| digits(k) && k.parse::<u64>().is_ok_and(|k| k >= 2))
+}
+
 impl<'a> Ck<'a> {
     /// The tensor an input location stands for (a view: its producer's tensor).
     pub(super) fn key_of(&self, c: u32, id: MemLocId) -> Option<Key<'a>> {
@@ -39,6 +55,9 @@ impl<'a> Ck<'a> {
                 self.bad(ViolationKind::Location, format!("core {c}: location {} has no resolvable tensor", il.0));
                 continue;
             };
+            let tensor: &str = match key {
+                Key::Ext(n) | Key::Local(_, n) => n,
+            };
             keyed.push((ll, key));
             match first.get_mut(ll.index()) {
                 Some(Some(k)) if *k != key => {
@@ -53,8 +72,20 @@ impl<'a> Ck<'a> {
             }
             let (Some(a), Some(b)) = (self.input_loc(c, il), self.linked.memlocs.get(ll.index())) else { continue };
             let sig = |l: &MemoryLocation| (l.mem_type, l.dtype, l.elem_count, l.address, l.partition, l.bank);
+            let mut found = Vec::new();
             if sig(a) != sig(b) {
-                let msg = format!("core {c}'s `{}` became `{}` with different type, size or placement", a.name, b.name);
+                found.push(format!(
+                    "core {c}'s `{}` became `{}` with different type, size or placement",
+                    a.name, b.name
+                ));
+            }
+            if !renamed_as_documented(tensor, &b.name) {
+                found.push(format!(
+                    "core {c}'s `{}` (tensor `{tensor}`) became `{}`: not its name nor the documented `{tensor}.nc<core>[.k]`",
+                    a.name, b.name
+                ));
+            }
+            for msg in found {
                 self.bad(ViolationKind::Location, msg);
             }
         }
@@ -293,6 +324,21 @@ impl<'a> Ck<'a> {
         }
         for e in errs {
             self.bad(ViolationKind::Queue, e);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::renamed_as_documented;
+
+    #[test]
+    fn only_the_name_or_the_collision_rename_stands_for_a_tensor() {
+        for ok in ["t", "t.nc1", "t.nc12", "t.nc1.2", "t.nc0.10"] {
+            assert!(renamed_as_documented("t", ok), "{ok}");
+        }
+        for bad in ["tx", "t.nc", "t.ncx", "t.nc1.", "t.nc1.1", "t.nc1.x", "u", "t.nc1.2.3", ".nc1"] {
+            assert!(!renamed_as_documented("t", bad), "{bad}");
         }
     }
 }
