@@ -299,6 +299,24 @@ mod tests {
     }
 
     #[test]
+    fn a_location_counts_once_however_its_intervals_lie() {
+        let p = |a: Vec<LiveInterval>, b: Vec<LiveInterval>| Problem {
+            locations: vec![Location::new("a", 8, 1, a), Location::new("b", 8, 1, b)],
+            cc_operands: vec![],
+        };
+        let instant = |p: &Problem| common_instant(&renumber_locations(p).expect("renumber"));
+        // `a`'s own intervals overlap at 3..5: counted twice there, `a` alone would look like a clique with `b`.
+        let own_overlap = p(vec![LiveInterval::new(0, 5), LiveInterval::new(3, 8)], vec![LiveInterval::new(10, 12)]);
+        assert_eq!(instant(&own_overlap), None);
+        // `a` has a hole at 2..9 where `b` lives: merging across the hole would make them meet.
+        let hole = p(vec![LiveInterval::new(0, 1), LiveInterval::new(10, 11)], vec![LiveInterval::new(5, 6)]);
+        assert_eq!(instant(&hole), None);
+        // Touching intervals of one location merge, and `b` inside the joint is found.
+        let touching = p(vec![LiveInterval::new(0, 4), LiveInterval::new(5, 9)], vec![LiveInterval::new(4, 5)]);
+        assert_eq!(instant(&touching), Some(4));
+    }
+
+    #[test]
     fn union_merges_touching_and_overlapping_ranges() {
         let mut u = Union::default();
         for (lo, hi) in [(10, 20), (30, 40), (20, 25), (35, 50), (0, 5), (5, 10)] {
