@@ -6,9 +6,10 @@
 //! simulator sees only physical addresses, so this is where partition and
 //! bank are judged. It reads the modules' locations only, never the sync pass.
 //!
-//! Cost: O(L log L) for L locations over all modules (two ordered maps).
+//! Cost: O(L) expected for L locations over all modules (two hash tables,
+//! looked up only, never iterated: the report follows the modules' order).
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 use lncsim_model::ir::{MemoryLocation, Module};
 
@@ -25,9 +26,9 @@ fn show((address, partition, bank): Place) -> String {
 
 /// The number of views compared (0: nothing to check), or every disagreement, one line each.
 pub fn check_equalized(program: &Module, per_core: &[Module]) -> Result<usize, Vec<String>> {
-    let declared: BTreeMap<&str, &MemoryLocation> =
-        program.memlocs.iter().rev().map(|l| (l.name.as_str(), l)).collect();
-    let mut by_core: BTreeMap<(u32, &str), &MemoryLocation> = BTreeMap::new();
+    let declared: HashMap<&str, &MemoryLocation> = program.memlocs.iter().rev().map(|l| (l.name.as_str(), l)).collect();
+    let mut by_core: HashMap<(u32, &str), &MemoryLocation> =
+        HashMap::with_capacity(per_core.iter().map(|m| m.memlocs.len()).sum());
     for (k, m) in per_core.iter().enumerate() {
         let core = m.attrs.neuron_core_id.unwrap_or(k as u32);
         for l in m.memlocs.iter().rev() {
