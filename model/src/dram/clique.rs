@@ -33,8 +33,8 @@ use super::error::AllocError;
 use super::interval_tree::FlatTime;
 use super::problem::Problem;
 use super::renumber::Renumbered;
-use super::search::{AddrInterval, Fit, SearchParams, search_gaps};
-use super::select::{Allocation, DensePlacement, finish, size_stack};
+use super::search::{AddrInterval, Fit, search_gaps};
+use super::select::{Allocation, DensePlacement, finish, place_node, size_stack};
 
 /// An instant inside one interval of every location, if there is one (then
 /// every two locations interfere: the graph is a clique). A sweep over each
@@ -166,27 +166,9 @@ fn select_clique(
     for &v in stack.iter().rev() {
         let vi = v as usize;
         let info = r.infos[vi];
-        let general = SearchParams {
-            start: regions.start,
-            ceiling: regions.cc_base,
-            align: page,
-            multiple: info.address_multiple,
-            fit,
-        };
-        let cc = SearchParams { start: regions.cc_base, ceiling: regions.ceiling, ..general };
-        let find = |p: &SearchParams| search_gaps(|f| union.walk(p.start, p.ceiling, f), info.aligned_size, p);
-        let result = if info.collective {
-            find(&cc).map(|a| (a, true))
-        } else {
-            match find(&general) {
-                Ok(a) => Ok((a, false)),
-                Err(g1) if regions.cc_base < regions.ceiling => {
-                    crate::marks::hit("dram.cc_region_retry");
-                    find(&cc).map(|a| (a, true)).map_err(|g2| g1.max(g2))
-                }
-                Err(g1) => Err(g1),
-            }
-        };
+        let result = place_node(&info, regions, page, fit, |p| {
+            search_gaps(|f| union.walk(p.start, p.ceiling, f), info.aligned_size, p)
+        });
         let (a, cc_placed) = result.map_err(|gap| (vi, info.aligned_size, gap))?;
         addresses[vi] = a;
         in_cc[vi] = cc_placed;

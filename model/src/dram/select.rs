@@ -172,6 +172,39 @@ pub(super) fn finish(
     })
 }
 
+/// Where one node goes, given `find` (a search in one region's params): a
+/// collective buffer in the CC region; any other node in `[start, cc_base)`
+/// and, failing that, in the CC region (mark `dram.cc_region_retry`).
+/// `Ok((address, in_cc))` or `Err(largest free gap)`. Shared by
+/// [`select_impl`] and the clique path, which differ only in how they search.
+pub(super) fn place_node(
+    info: &super::renumber::Info,
+    regions: &Regions,
+    page: u64,
+    fit: Fit,
+    mut find: impl FnMut(&SearchParams) -> Result<u64, u64>,
+) -> Result<(u64, bool), u64> {
+    let general = SearchParams {
+        start: regions.start,
+        ceiling: regions.cc_base,
+        align: page,
+        multiple: info.address_multiple,
+        fit,
+    };
+    let cc = SearchParams { start: regions.cc_base, ceiling: regions.ceiling, ..general };
+    if info.collective {
+        return find(&cc).map(|a| (a, true));
+    }
+    match find(&general) {
+        Ok(a) => Ok((a, false)),
+        Err(g1) if regions.cc_base < regions.ceiling => {
+            crate::marks::hit("dram.cc_region_retry");
+            find(&cc).map(|a| (a, true)).map_err(|g2| g1.max(g2))
+        }
+        Err(g1) => Err(g1),
+    }
+}
+
 /// select_impl's result by dense id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DensePlacement {
@@ -214,26 +247,7 @@ pub fn select_impl(
         let info = r.infos[vi];
         occupied.clear();
         occupied.extend(oracle.neighbours(v).iter().map(|&u| range[u as usize]).filter(|g| g.hi > g.lo));
-        let general = SearchParams {
-            start: regions.start,
-            ceiling: regions.cc_base,
-            align: page,
-            multiple: info.address_multiple,
-            fit,
-        };
-        let cc = SearchParams { start: regions.cc_base, ceiling: regions.ceiling, ..general };
-        let result = if info.collective {
-            search(&mut occupied, info.aligned_size, &cc).map(|a| (a, true))
-        } else {
-            match search(&mut occupied, info.aligned_size, &general) {
-                Ok(a) => Ok((a, false)),
-                Err(g1) if regions.cc_base < regions.ceiling => {
-                    crate::marks::hit("dram.cc_region_retry");
-                    search(&mut occupied, info.aligned_size, &cc).map(|a| (a, true)).map_err(|g2| g1.max(g2))
-                }
-                Err(g1) => Err(g1),
-            }
-        };
+        let result = place_node(&info, regions, page, fit, |p| search(&mut occupied, info.aligned_size, p));
         let (a, cc_placed) = result.map_err(|gap| (vi, info.aligned_size, gap))?;
         addresses[vi] = a;
         range[vi] = AddrInterval { lo: a, hi: a + info.aligned_size };
