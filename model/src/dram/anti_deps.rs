@@ -253,14 +253,17 @@ fn analyze_function(m: &Module, fi: usize, space: Space) -> (AntiDepReport, Vec<
     };
     let mut runs = Runs::default();
     let mut cands: BTreeMap<usize, EdgeKind> = BTreeMap::new();
+    // This instruction's accesses, one buffer reused for every instruction.
+    let mut mine: Vec<Access> = Vec::new();
     for j in 0..n {
         let inst = &f.insts[j];
-        let mine: Vec<Access> = inst
-            .reads()
-            .into_iter()
-            .filter_map(|ap| access(&ap, false))
-            .chain(inst.write().and_then(|ap| access(&ap, true)))
-            .collect();
+        mine.clear();
+        mine.extend(
+            inst.read_slice()
+                .iter()
+                .filter_map(|ap| access(ap, false))
+                .chain(inst.write_ref().and_then(|ap| access(ap, true))),
+        );
         if mine.is_empty() {
             continue;
         }

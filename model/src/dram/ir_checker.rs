@@ -353,7 +353,7 @@ fn check_region(
     let mut collective = BTreeSet::new();
     let mut cc_sum: u64 = 0;
     for inst in f.insts.iter().filter(|i| i.collective) {
-        for ap in inst.reads().into_iter().chain(inst.write()) {
+        for ap in inst.read_slice().iter().chain(inst.write_ref()) {
             if mine.contains(&ap.loc) {
                 let l = m.loc(ap.loc);
                 collective.insert(ap.loc);

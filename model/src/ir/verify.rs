@@ -262,7 +262,7 @@ impl Verifier<'_> {
             let Some(inst) = f.insts.get(id.index()) else { continue };
             let ictx = Ctx { func: &f.name, inst: &inst.name };
             self.inst(fi, f, id, inst, &ictx, core);
-            for r in inst.reads() {
+            for r in inst.read_slice() {
                 if r.loc.index() < self.m.memlocs.len() && !self.defined(r.loc, &written, pos) {
                     self.errs.push(VerifyError::UseBeforeDef {
                         func: f.name.clone(),
@@ -324,10 +324,8 @@ impl Verifier<'_> {
                 self.mismatch(ictx.to_string(), "only a DMA copy uses a queue");
             }
         }
-        let mut aps: Vec<AccessPattern> = inst.reads();
-        aps.extend(inst.write());
         let mut all_ok = true;
-        for a in &aps {
+        for a in inst.read_slice().iter().chain(inst.write_ref()) {
             all_ok &= self.ap(ictx, a);
         }
         if let Some(w) = inst.write()
