@@ -209,7 +209,8 @@ impl<'a> CoreSplit<'a> {
         let mut slot = 0u32;
         for b in &self.func.blocks {
             let block = BlockId::from_index(f.blocks.len());
-            f.blocks.push(Block { name: b.name.clone(), insts: Vec::new() });
+            let here_count = b.insts.iter().filter(|p| self.a.cores[p.index()] == self.core).count();
+            f.blocks.push(Block { name: b.name.clone(), insts: Vec::with_capacity(here_count) });
             for &pid in &b.insts {
                 let pinst = &self.func.insts[pid.index()];
                 let here = self.a.cores[pid.index()];

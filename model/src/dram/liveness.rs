@@ -69,20 +69,51 @@ pub fn touched(f: &Function) -> Vec<MemLocId> {
 }
 
 /// Per-location def/use state of the STEP D walk.
+///
+/// The reaching defs are `first` then `more` (most locations have one at a
+/// time, held inline: no allocation per location for them).
 #[derive(Default)]
 struct Walk {
-    /// Defs since the last full overwrite: (flat index, reached some use).
-    reaching: Vec<(Time, bool)>,
+    /// The first def since the last full overwrite: (flat index, reached some use).
+    first: Option<(Time, bool)>,
+    /// Later such defs (only when `first` is set).
+    more: Vec<(Time, bool)>,
     intervals: Vec<LiveInterval>,
 }
 
 impl Walk {
+    fn push_def(&mut self, d: (Time, bool)) {
+        if self.first.is_none() {
+            self.first = Some(d);
+        } else {
+            self.more.push(d);
+        }
+    }
+
+    /// Records a read at `t`: one interval from every reaching def, or `[t, t]` with none.
+    fn read(&mut self, t: Time) {
+        if self.first.is_none() {
+            self.intervals.push(LiveInterval::new(t, t));
+        }
+        let Walk { first, more, intervals } = self;
+        for (d, used) in first.iter_mut().chain(more.iter_mut()) {
+            *used = true;
+            intervals.push(LiveInterval::new(*d, t));
+        }
+    }
+
     fn retire_dead_defs(&mut self) {
-        for &(d, used) in &self.reaching {
+        let Walk { first, more, intervals } = self;
+        for &(d, used) in first.iter().chain(more.iter()) {
             if !used {
-                self.intervals.push(LiveInterval::new(d, d));
+                intervals.push(LiveInterval::new(d, d));
             }
         }
+    }
+
+    fn clear_reaching(&mut self) {
+        self.first = None;
+        self.more.clear();
     }
 }
 
@@ -115,22 +146,16 @@ pub fn build_problem(m: &Module, f: &Function, candidate: impl Fn(MemLocId) -> b
         num_insts = num_insts.max(t + 1);
         for r in inst.read_slice() {
             let Some(Some(w)) = walks.get_mut(r.loc.index()) else { continue };
-            if w.reaching.is_empty() {
-                w.intervals.push(LiveInterval::new(t, t));
-            }
-            for (d, used) in &mut w.reaching {
-                *used = true;
-                w.intervals.push(LiveInterval::new(*d, t));
-            }
+            w.read(t);
         }
         if let Some(wr) = inst.write_ref()
             && let Some(Some(w)) = walks.get_mut(wr.loc.index())
         {
             if is_full(m, wr) {
                 w.retire_dead_defs();
-                w.reaching.clear();
+                w.clear_reaching();
             }
-            w.reaching.push((t, false));
+            w.push_def((t, false));
         }
         if inst.collective {
             for ap in inst.read_slice().iter().chain(inst.write_ref()) {
