@@ -329,6 +329,19 @@ impl<'a> CoreGen<'a> {
 
     fn run(mut self) -> Result<CoreCode, CodegenError> {
         let order: Vec<InstId> = self.f.order().collect();
+        // Every instruction lowers to at least one record of its engine, and a DMA
+        // copy to one descriptor: reserve those up front (no regrowth copies).
+        let (mut per_engine, mut dmas) = ([0usize; 5], [0usize; 5]);
+        for inst in &self.f.insts {
+            per_engine[inst.engine.index()] += 1;
+            if matches!(inst.op, Op::DmaCopy { .. }) {
+                dmas[inst.engine.index()] += 1;
+            }
+        }
+        for (code, (&r, &d)) in self.code.engines.iter_mut().zip(per_engine.iter().zip(&dmas)) {
+            code.records.reserve(r);
+            code.dma.reserve(d);
+        }
         // Which instructions another engine waits for, and their signal index.
         let mut signals = vec![false; self.f.insts.len()];
         for &id in &order {
