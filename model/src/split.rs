@@ -103,7 +103,7 @@ pub fn split(program: &Module) -> Result<Vec<Module>, SplitError> {
     for id in func.order() {
         let inst = &func.insts[id.index()];
         let here = cores[id.index()];
-        for r in inst.reads() {
+        for r in inst.read_slice() {
             if let Some(&Some((a, p))) = owner.get(r.loc.index())
                 && a != here
             {
@@ -124,7 +124,7 @@ pub fn split(program: &Module) -> Result<Vec<Module>, SplitError> {
     let mut consumers: Vec<Vec<u32>> = vec![Vec::new(); program.memlocs.len()];
     for id in func.order() {
         let here = cores[id.index()];
-        for r in func.insts[id.index()].reads() {
+        for r in func.insts[id.index()].read_slice() {
             if owner.get(r.loc.index()).copied().flatten().is_some_and(|(a, _)| a != here) {
                 insert_sorted(&mut consumers[r.loc.index()], here);
             }
@@ -197,6 +197,10 @@ impl<'a> CoreSplit<'a> {
         self.locations()?;
         self.queues();
         let mut f = Function { name: self.func.name.clone(), ..Function::default() };
+        // This core's instructions, plus at most one barrier arrival per program instruction.
+        let mine = self.a.cores.iter().filter(|&&c| c == self.core).count();
+        f.insts.reserve(mine);
+        f.blocks.reserve(self.func.blocks.len());
         f.args = self.func.args.iter().filter_map(|a| self.locs[a.index()]).collect();
         // Program inst -> this core's inst; producer -> this core's barrier arrival (by program index).
         let mut insts: Vec<Option<InstId>> = vec![None; self.func.insts.len()];
@@ -205,7 +209,8 @@ impl<'a> CoreSplit<'a> {
         let mut slot = 0u32;
         for b in &self.func.blocks {
             let block = BlockId::from_index(f.blocks.len());
-            f.blocks.push(Block { name: b.name.clone(), insts: Vec::new() });
+            let here_count = b.insts.iter().filter(|p| self.a.cores[p.index()] == self.core).count();
+            f.blocks.push(Block { name: b.name.clone(), insts: Vec::with_capacity(here_count) });
             for &pid in &b.insts {
                 let pinst = &self.func.insts[pid.index()];
                 let here = self.a.cores[pid.index()];
@@ -260,8 +265,8 @@ impl<'a> CoreSplit<'a> {
             }
         }
         // Cross-core producers this instruction depends on, by data or by edge.
-        let reads = pinst.reads();
-        let producers = reads
+        let producers = pinst
+            .read_slice()
             .iter()
             .filter_map(|r| self.a.owner[r.loc.index()].map(|(_, w)| w))
             .chain(pinst.deps.iter().map(|d| d.inst))
@@ -273,7 +278,15 @@ impl<'a> CoreSplit<'a> {
         }
         deps.sort();
         deps.dedup();
-        Inst { op, deps, queue: pinst.queue.map(|q| self.queue(q)), core: Some(self.core), ..pinst.clone() }
+        Inst {
+            name: pinst.name.clone(),
+            op,
+            engine: pinst.engine,
+            core: Some(self.core),
+            queue: pinst.queue.map(|q| self.queue(q)),
+            collective: pinst.collective,
+            deps,
+        }
     }
 
     fn queue(&self, q: QueueId) -> QueueId {
@@ -305,7 +318,7 @@ impl<'a> CoreSplit<'a> {
         let mut touched = vec![false; self.program.memlocs.len()];
         for (inst, &c) in self.func.insts.iter().zip(&self.a.cores) {
             if c == self.core {
-                inst.reads().iter().chain(inst.write().as_ref()).for_each(|a| touched[a.loc.index()] = true);
+                inst.read_slice().iter().chain(inst.write_ref()).for_each(|a| touched[a.loc.index()] = true);
             }
         }
         for (i, l) in self.program.memlocs.iter().enumerate() {

@@ -30,6 +30,7 @@
 pub mod record;
 
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 
 use crate::ir::*;
 use record::*;
@@ -328,6 +329,19 @@ impl<'a> CoreGen<'a> {
 
     fn run(mut self) -> Result<CoreCode, CodegenError> {
         let order: Vec<InstId> = self.f.order().collect();
+        // Every instruction lowers to at least one record of its engine, and a DMA
+        // copy to one descriptor: reserve those up front (no regrowth copies).
+        let (mut per_engine, mut dmas) = ([0usize; 5], [0usize; 5]);
+        for inst in &self.f.insts {
+            per_engine[inst.engine.index()] += 1;
+            if matches!(inst.op, Op::DmaCopy { .. }) {
+                dmas[inst.engine.index()] += 1;
+            }
+        }
+        for (code, (&r, &d)) in self.code.engines.iter_mut().zip(per_engine.iter().zip(&dmas)) {
+            code.records.reserve(r);
+            code.dma.reserve(d);
+        }
         // Which instructions another engine waits for, and their signal index.
         let mut signals = vec![false; self.f.insts.len()];
         for &id in &order {
@@ -347,6 +361,9 @@ impl<'a> CoreGen<'a> {
                 sig_index[id.index()] = count[e];
             }
         }
+        // One records buffer and one waits buffer, reused for every instruction.
+        let mut recs: Vec<Record> = Vec::new();
+        let mut all: Vec<Wait> = Vec::new();
         for (pos, &id) in order.iter().enumerate() {
             let inst = &self.f.insts[id.index()];
             let mut need = [0u32; 5];
@@ -356,29 +373,18 @@ impl<'a> CoreGen<'a> {
                     need[p.engine.index()] = need[p.engine.index()].max(sig_index[d.inst.index()]);
                 }
             }
-            let waits: Vec<Wait> = need
-                .iter()
-                .enumerate()
-                .filter(|&(_, &v)| v > 0)
-                .map(|(e, &v)| Wait { sem: e as u8, value: v })
-                .collect();
+            all.clear();
+            all.extend(need.iter().enumerate().filter(|&(_, &v)| v > 0).map(|(e, &v)| Wait { sem: e as u8, value: v }));
             let debug_id = fit::<u32>(pos as u64, inst, "instruction index")?;
-            let mut recs = self.lower(inst, debug_id)?;
+            recs.clear();
+            self.lower(inst, debug_id, &mut recs)?;
             // The main record takes up to MAX_WAITS waits (an IR sem_wait's own
             // wait included); the rest go into SemWait records just before it.
-            let mut all = waits;
             all.extend(recs[0].waits.iter().flatten().copied());
             let (pre, head) = all.split_at(all.len().saturating_sub(MAX_WAITS));
             recs[0].waits = [None; MAX_WAITS];
             for (slot, wt) in recs[0].waits.iter_mut().zip(head) {
                 *slot = Some(*wt);
-            }
-            for chunk in pre.chunks(MAX_WAITS).rev() {
-                let mut w = Record::new(Opcode::SemWait, debug_id);
-                for (slot, wt) in w.waits.iter_mut().zip(chunk) {
-                    *slot = Some(*wt);
-                }
-                recs.insert(0, w);
             }
             if let Some(last) = recs.iter_mut().rev().find(|r| r.opcode != Opcode::Ext) {
                 if signals[id.index()] {
@@ -389,7 +395,15 @@ impl<'a> CoreGen<'a> {
                     last.flags |= FLAG_COLLECTIVE;
                 }
             }
-            self.code.engines[inst.engine.index()].records.extend(recs);
+            let out = &mut self.code.engines[inst.engine.index()].records;
+            for chunk in pre.chunks(MAX_WAITS) {
+                let mut w = Record::new(Opcode::SemWait, debug_id);
+                for (slot, wt) in w.waits.iter_mut().zip(chunk) {
+                    *slot = Some(*wt);
+                }
+                out.push(w);
+            }
+            out.append(&mut recs);
         }
         Ok(self.code)
     }
@@ -404,8 +418,8 @@ impl<'a> CoreGen<'a> {
         ))
     }
 
-    /// The records of one instruction (without its waits and signal).
-    fn lower(&mut self, inst: &Inst, id: u32) -> Result<Vec<Record>, CodegenError> {
+    /// Appends the records of one instruction (without its waits and signal) to `out`.
+    fn lower(&mut self, inst: &Inst, id: u32, out: &mut Vec<Record>) -> Result<(), CodegenError> {
         let mut r = Record::new(Opcode::SemWait, id);
         match &inst.op {
             Op::DmaCopy { src, dst } => {
@@ -423,9 +437,20 @@ impl<'a> CoreGen<'a> {
                 r.opcode = Opcode::Dma;
                 r.ops[0] = Operand::var(q, index, fit(desc.size, inst, "DMA size")?);
             }
-            Op::Compute { kind, srcs, dst } => return self.compute(inst, id, *kind, srcs, dst),
+            Op::Compute { kind, srcs, dst } => return self.compute(inst, id, *kind, srcs, dst, out),
             Op::CoreBarrier(b) => {
-                self.code.barrier_groups.insert(b.group, b.participants.clone());
+                // Every arrival of a group carries its participants: the last one wins,
+                // cloned only when it differs from what the group holds.
+                match self.code.barrier_groups.entry(b.group) {
+                    Entry::Occupied(mut e) => {
+                        if *e.get() != b.participants {
+                            *e.get_mut() = b.participants.clone();
+                        }
+                    }
+                    Entry::Vacant(e) => {
+                        e.insert(b.participants.clone());
+                    }
+                }
                 r.opcode = Opcode::Barrier;
                 r.ops[0] = Operand::var(b.id, b.group, b.participants.len() as u32);
             }
@@ -443,7 +468,8 @@ impl<'a> CoreGen<'a> {
             Op::Return => r.opcode = Opcode::Return,
             Op::Call { .. } => return Err(CodegenError::CallInCore(inst.name.clone())),
         }
-        Ok(vec![r])
+        out.push(r);
+        Ok(())
     }
 
     fn user_sem(&self, inst: &Inst, sem: u32) -> Result<u8, CodegenError> {
@@ -460,7 +486,8 @@ impl<'a> CoreGen<'a> {
         kind: ComputeKind,
         srcs: &[AccessPattern],
         dst: &AccessPattern,
-    ) -> Result<Vec<Record>, CodegenError> {
+        out: &mut Vec<Record>,
+    ) -> Result<(), CodegenError> {
         let mut r = Record::new(Opcode::Add, id);
         r.ops[0] = self.operand(inst, dst)?;
         for (slot, s) in r.ops[1..].iter_mut().zip(srcs) {
@@ -474,18 +501,17 @@ impl<'a> CoreGen<'a> {
                 {
                     return Err(CodegenError::InPlaceAddN(inst.name.clone()));
                 }
-                let extra: Vec<&[AccessPattern]> = srcs[2..].chunks(3).collect();
-                r.imm = extra.len() as u32;
-                let mut recs = vec![Record { opcode: Opcode::PseudoAddN, ..r }];
-                for chunk in extra {
+                r.imm = srcs[2..].chunks(3).len() as u32;
+                out.push(Record { opcode: Opcode::PseudoAddN, ..r });
+                for chunk in srcs[2..].chunks(3) {
                     let mut e = Record::new(Opcode::Ext, id);
                     e.imm = chunk.len() as u32;
                     for (slot, s) in e.ops.iter_mut().zip(chunk) {
                         *slot = self.operand(inst, s)?;
                     }
-                    recs.push(e);
+                    out.push(e);
                 }
-                return Ok(recs);
+                return Ok(());
             }
             ComputeKind::Add => Opcode::Add,
             ComputeKind::Mul => Opcode::Mul,
@@ -497,6 +523,7 @@ impl<'a> CoreGen<'a> {
                 Opcode::MatMul
             }
         };
-        Ok(vec![r])
+        out.push(r);
+        Ok(())
     }
 }

@@ -247,20 +247,31 @@ fn analyze_function(m: &Module, fi: usize, space: Space) -> (AntiDepReport, Vec<
         (lo < hi).then_some(Access { loc: ap.loc, lo, hi, write })
     };
     // Direct predecessors (original edges plus added ones), by instruction index.
-    let direct = |j: usize, new_deps: &[Vec<Dep>]| -> Vec<usize> {
+    // Appended to `out` while it holds fewer than `cap` entries (no temporary Vec).
+    let direct = |j: usize, new_deps: &[Vec<Dep>], out: &mut Vec<usize>, cap: usize| {
         let old = f.insts[j].deps.iter().map(|d| d.inst.index());
-        old.chain(new_deps[j].iter().map(|d| d.inst.index())).filter(|&i| i < j).collect()
+        for i in old.chain(new_deps[j].iter().map(|d| d.inst.index())).filter(|&i| i < j) {
+            if out.len() >= cap {
+                break;
+            }
+            out.push(i);
+        }
     };
     let mut runs = Runs::default();
     let mut cands: BTreeMap<usize, EdgeKind> = BTreeMap::new();
+    // This instruction's accesses, one buffer reused for every instruction.
+    let mut mine: Vec<Access> = Vec::new();
+    // The instructions already ordered before this one (capped), one buffer reused.
+    let mut cover: Vec<usize> = Vec::new();
     for j in 0..n {
         let inst = &f.insts[j];
-        let mine: Vec<Access> = inst
-            .reads()
-            .into_iter()
-            .filter_map(|ap| access(&ap, false))
-            .chain(inst.write().and_then(|ap| access(&ap, true)))
-            .collect();
+        mine.clear();
+        mine.extend(
+            inst.read_slice()
+                .iter()
+                .filter_map(|ap| access(ap, false))
+                .chain(inst.write_ref().and_then(|ap| access(ap, true))),
+        );
         if mine.is_empty() {
             continue;
         }
@@ -290,12 +301,13 @@ fn analyze_function(m: &Module, fi: usize, space: Space) -> (AntiDepReport, Vec<
         }
         if !cands.is_empty() {
             // What J already follows: its direct predecessors and theirs (capped).
-            let mut cover: Vec<usize> = direct(j, &new_deps);
-            for d in cover.clone() {
+            cover.clear();
+            direct(j, &new_deps, &mut cover, usize::MAX);
+            for k in 0..cover.len() {
                 if cover.len() >= COVER_CAP {
                     break;
                 }
-                cover.extend(direct(d, &new_deps).into_iter().take(COVER_CAP.saturating_sub(cover.len())));
+                direct(cover[k], &new_deps, &mut cover, COVER_CAP);
             }
             cover.sort_unstable();
             cover.dedup();
@@ -312,7 +324,7 @@ fn analyze_function(m: &Module, fi: usize, space: Space) -> (AntiDepReport, Vec<
                 added.push(Dep { inst: InstId::from_index(i), kind });
                 if cover.len() < COVER_CAP {
                     cover.push(i);
-                    cover.extend(direct(i, &new_deps).into_iter().take(COVER_CAP.saturating_sub(cover.len())));
+                    direct(i, &new_deps, &mut cover, COVER_CAP);
                     cover.sort_unstable();
                     cover.dedup();
                 }

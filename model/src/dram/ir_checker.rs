@@ -37,15 +37,15 @@
 //!
 //! **Cost.** Per function O(t + L) for its t touches (the liveness walk),
 //! O(s log s + k log k) for the overlap sweep over the s live segments of the
-//! private locations with k overlapping pairs ([`super::sweep`]), O(i log n) for the
-//! CC operands of i instructions; across modules O(S log S + k) for S owned
+//! private locations with k overlapping pairs ([`super::sweep`]), O(i + L) for the
+//! CC operands of i instructions (membership by location index); across modules O(S log S + k) for S owned
 //! shared buffers, and O(L) expected for the views' target lookups over L
 //! locations (a hash table of names per module, [`crate::namehash`]: exact,
 //! the hash only spreads the keys). Memory linear in the program.
 
 mod live;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use crate::ir::{MemLocId, MemType, MemoryLocation, Module, Usage};
 use crate::namehash::NameMap;
@@ -236,8 +236,8 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
         out.push(IrViolation::BadConfig(format!("coreCap {} MiB overflows", cfg.shared_core_cap_mib)));
         return out;
     };
-    // Every owned shared buffer of every core: (core, name, lo, hi).
-    let mut owned: Vec<(u32, String, u64, u64)> = Vec::new();
+    // Every owned shared buffer of every core: (core, name, lo, hi), names borrowed.
+    let mut owned: Vec<(u32, &str, u64, u64)> = Vec::new();
     let mut targets = Targets::new(modules);
     for (index, m) in modules.iter().enumerate() {
         let core = core_of(m, index);
@@ -295,7 +295,7 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
             for id in shared {
                 let l = m.loc(id);
                 let lo = l.address.unwrap_or(0);
-                owned.push((core, l.name.clone(), lo, lo.saturating_add(page_up(l.byte_size()))));
+                owned.push((core, l.name.as_str(), lo, lo.saturating_add(page_up(l.byte_size()))));
             }
         }
         check_views(&mut targets, index, &mut out);
@@ -304,7 +304,7 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
     owned.dedup();
     for (i, j) in shared_overlaps(&owned) {
         let (a, b) = (&owned[i], &owned[j]);
-        let (a_core, a_name, b_core, b_name) = (a.0, a.1.clone(), b.0, b.1.clone());
+        let (a_core, a_name, b_core, b_name) = (a.0, a.1.to_string(), b.0, b.1.to_string());
         out.push(IrViolation::SharedOverlap { a_core, a: a_name, b_core, b: b_name });
     }
     out
@@ -312,7 +312,7 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
 
 /// Index pairs `(i, j)`, `i < j`, of `owned` (core, name, lo, hi) whose
 /// nonempty ranges share a byte, sorted: a scan by first byte, O(S log S + k).
-fn shared_overlaps(owned: &[(u32, String, u64, u64)]) -> Vec<(usize, usize)> {
+fn shared_overlaps(owned: &[(u32, &str, u64, u64)]) -> Vec<(usize, usize)> {
     let mut by_lo: Vec<usize> = (0..owned.len()).collect();
     by_lo.sort_unstable_by_key(|&i| (owned[i].2, i));
     let mut pairs = Vec::new();
@@ -349,14 +349,20 @@ fn check_region(
     out: &mut Vec<IrViolation>,
 ) {
     let core = r.core;
-    let mine: BTreeSet<MemLocId> = ids.iter().copied().collect();
-    let mut collective = BTreeSet::new();
+    // Membership of `ids`, then of the collective ones, by location index: O(L) to build, O(1) to ask.
+    let mut mine = vec![false; m.memlocs.len()];
+    for id in ids {
+        if let Some(slot) = mine.get_mut(id.index()) {
+            *slot = true;
+        }
+    }
+    let mut collective = vec![false; m.memlocs.len()];
     let mut cc_sum: u64 = 0;
     for inst in f.insts.iter().filter(|i| i.collective) {
-        for ap in inst.reads().into_iter().chain(inst.write()) {
-            if mine.contains(&ap.loc) {
+        for ap in inst.read_slice().iter().chain(inst.write_ref()) {
+            if mine.get(ap.loc.index()).copied().unwrap_or(false) {
                 let l = m.loc(ap.loc);
-                collective.insert(ap.loc);
+                collective[ap.loc.index()] = true;
                 let ap_bytes = ap.len.saturating_mul(u64::from(l.dtype.size()));
                 cc_sum = cc_sum.saturating_add(page_up(l.byte_size())).saturating_add(ap_bytes);
             }
@@ -384,7 +390,7 @@ fn check_region(
             let (region_lo, region_hi) = (r.region_lo, r.ceiling);
             out.push(IrViolation::OutOfRegion { core, loc: name(), address, end, region_lo, region_hi });
         }
-        if collective.contains(&id) {
+        if collective.get(id.index()).copied().unwrap_or(false) {
             if address < cc_base {
                 out.push(IrViolation::CollectiveOutsideCcRegion { core, loc: name(), address, cc_base });
             }
@@ -473,8 +479,9 @@ mod tests {
 
     #[test]
     fn shared_overlaps_finds_exactly_the_planted_pair_among_100k() {
-        let mut owned: Vec<(u32, String, u64, u64)> =
-            (0..100_000u64).map(|k| ((k % 8) as u32, format!("s{k}"), k * 4096, (k + 1) * 4096)).collect();
+        let names: Vec<String> = (0..100_000u64).map(|k| format!("s{k}")).collect();
+        let mut owned: Vec<(u32, &str, u64, u64)> =
+            (0..100_000u64).map(|k| ((k % 8) as u32, names[k as usize].as_str(), k * 4096, (k + 1) * 4096)).collect();
         assert_eq!(shared_overlaps(&owned), vec![]);
         // s99990 moved one byte down into s99989's page.
         owned[99_990].2 -= 1;
@@ -483,7 +490,7 @@ mod tests {
         owned[5].3 = 8 * 4096;
         assert_eq!(shared_overlaps(&owned), vec![(5, 6), (5, 7), (99_989, 99_990)]);
         // Empty ranges meet nothing.
-        owned[7] = (0, "empty".into(), 7 * 4096, 7 * 4096);
+        owned[7] = (0, "empty", 7 * 4096, 7 * 4096);
         assert_eq!(shared_overlaps(&owned), vec![(5, 6), (99_989, 99_990)]);
     }
 }

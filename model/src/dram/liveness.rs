@@ -29,8 +29,6 @@
 //! appearance, that are candidates of the run, with the access pattern's bytes
 //! as `apSize(op)`.
 
-use std::collections::BTreeMap;
-
 use super::problem::{CcOperand, DRAM_PAGE, LiveInterval, Location, Problem, Time};
 use crate::ir::{AccessPattern, Function, InstId, MemLocId, Module};
 
@@ -57,30 +55,65 @@ pub fn flat_numbering(f: &Function) -> Vec<Option<Time>> {
     flat
 }
 
-/// The locations `f` reads or writes, ascending.
+/// The locations `f` reads or writes, ascending. O(n + L): one pass over the
+/// accesses marking a bitmap as long as the largest location index, then one
+/// scan of it (no sort, no per-instruction allocation).
 pub fn touched(f: &Function) -> Vec<MemLocId> {
-    let mut v: Vec<MemLocId> =
-        f.insts.iter().flat_map(|i| i.reads().into_iter().chain(i.write())).map(|a| a.loc).collect();
-    v.sort_unstable();
-    v.dedup();
-    v
+    let accesses = || f.insts.iter().flat_map(|i| i.read_slice().iter().chain(i.write_ref()));
+    let Some(max) = accesses().map(|a| a.loc.index()).max() else { return Vec::new() };
+    let mut seen = vec![false; max + 1];
+    for a in accesses() {
+        seen[a.loc.index()] = true;
+    }
+    seen.iter().enumerate().filter(|&(_, &s)| s).map(|(i, _)| MemLocId::from_index(i)).collect()
 }
 
 /// Per-location def/use state of the STEP D walk.
+///
+/// The reaching defs are `first` then `more` (most locations have one at a
+/// time, held inline: no allocation per location for them).
 #[derive(Default)]
 struct Walk {
-    /// Defs since the last full overwrite: (flat index, reached some use).
-    reaching: Vec<(Time, bool)>,
+    /// The first def since the last full overwrite: (flat index, reached some use).
+    first: Option<(Time, bool)>,
+    /// Later such defs (only when `first` is set).
+    more: Vec<(Time, bool)>,
     intervals: Vec<LiveInterval>,
 }
 
 impl Walk {
+    fn push_def(&mut self, d: (Time, bool)) {
+        if self.first.is_none() {
+            self.first = Some(d);
+        } else {
+            self.more.push(d);
+        }
+    }
+
+    /// Records a read at `t`: one interval from every reaching def, or `[t, t]` with none.
+    fn read(&mut self, t: Time) {
+        if self.first.is_none() {
+            self.intervals.push(LiveInterval::new(t, t));
+        }
+        let Walk { first, more, intervals } = self;
+        for (d, used) in first.iter_mut().chain(more.iter_mut()) {
+            *used = true;
+            intervals.push(LiveInterval::new(*d, t));
+        }
+    }
+
     fn retire_dead_defs(&mut self) {
-        for &(d, used) in &self.reaching {
+        let Walk { first, more, intervals } = self;
+        for &(d, used) in first.iter().chain(more.iter()) {
             if !used {
-                self.intervals.push(LiveInterval::new(d, d));
+                intervals.push(LiveInterval::new(d, d));
             }
         }
+    }
+
+    fn clear_reaching(&mut self) {
+        self.first = None;
+        self.more.clear();
     }
 }
 
@@ -91,12 +124,18 @@ fn is_full(m: &Module, ap: &AccessPattern) -> bool {
 /// Builds the problem of `f` over the locations `candidate` accepts (DRAM,
 /// 4 KiB alignment from `get_alignment_size`), with their intervals and the
 /// collective operands. Locations `f` never touches are not included.
+///
+/// Cost: O(n + L + k log k) for n instructions, L locations and k intervals;
+/// the per-location walk state is a dense vector indexed by location.
 pub fn build_problem(m: &Module, f: &Function, candidate: impl Fn(MemLocId) -> bool) -> IrProblem {
     let flat = flat_numbering(f);
-    let mut walks: BTreeMap<MemLocId, Walk> = BTreeMap::new();
-    for id in touched(f) {
+    let touched = touched(f);
+    let slots = touched.last().map_or(0, |l| l.index() + 1);
+    let mut walks: Vec<Option<Walk>> = Vec::with_capacity(slots);
+    walks.resize_with(slots, || None);
+    for &id in &touched {
         if candidate(id) {
-            walks.insert(id, Walk::default());
+            walks[id.index()] = Some(Walk::default());
         }
     }
     let mut num_insts = 0;
@@ -105,49 +144,46 @@ pub fn build_problem(m: &Module, f: &Function, candidate: impl Fn(MemLocId) -> b
         let Some(inst) = f.insts.get(id.index()) else { continue };
         let Some(t) = flat.get(id.index()).copied().flatten() else { continue };
         num_insts = num_insts.max(t + 1);
-        for r in inst.reads() {
-            let Some(w) = walks.get_mut(&r.loc) else { continue };
-            if w.reaching.is_empty() {
-                w.intervals.push(LiveInterval::new(t, t));
-            }
-            for (d, used) in &mut w.reaching {
-                *used = true;
-                w.intervals.push(LiveInterval::new(*d, t));
-            }
+        for r in inst.read_slice() {
+            let Some(Some(w)) = walks.get_mut(r.loc.index()) else { continue };
+            w.read(t);
         }
-        if let Some(wr) = inst.write()
-            && let Some(w) = walks.get_mut(&wr.loc)
+        if let Some(wr) = inst.write_ref()
+            && let Some(Some(w)) = walks.get_mut(wr.loc.index())
         {
-            if is_full(m, &wr) {
+            if is_full(m, wr) {
                 w.retire_dead_defs();
-                w.reaching.clear();
+                w.clear_reaching();
             }
-            w.reaching.push((t, false));
+            w.push_def((t, false));
         }
         if inst.collective {
-            for ap in inst.reads().into_iter().chain(inst.write()) {
-                if walks.contains_key(&ap.loc) {
+            for ap in inst.read_slice().iter().chain(inst.write_ref()) {
+                if matches!(walks.get(ap.loc.index()), Some(Some(_))) {
                     let esize = u64::from(m.loc(ap.loc).dtype.size());
                     cc.push((ap.loc, ap.len.saturating_mul(esize)));
                 }
             }
         }
     }
-    let mut locs = Vec::with_capacity(walks.len());
-    let mut locations = Vec::with_capacity(walks.len());
-    let mut index_of: BTreeMap<MemLocId, usize> = BTreeMap::new();
-    for (id, mut w) in walks {
+    let count = walks.iter().filter(|w| w.is_some()).count();
+    let mut locs = Vec::with_capacity(count);
+    let mut locations = Vec::with_capacity(count);
+    let mut index_of: Vec<Option<usize>> = vec![None; walks.len()];
+    for (i, w) in walks.into_iter().enumerate() {
+        let Some(mut w) = w else { continue };
         w.retire_dead_defs();
         w.intervals.sort_unstable();
         w.intervals.dedup();
+        let id = MemLocId::from_index(i);
         let l = m.loc(id);
-        index_of.insert(id, locs.len());
+        index_of[i] = Some(locs.len());
         locs.push(id);
         locations.push(Location::new(l.name.clone(), l.byte_size(), DRAM_PAGE, w.intervals));
     }
     let cc_operands = cc
         .into_iter()
-        .filter_map(|(id, b)| index_of.get(&id).map(|&i| CcOperand { location: i, ap_bytes: b }))
+        .filter_map(|(id, b)| index_of[id.index()].map(|i| CcOperand { location: i, ap_bytes: b }))
         .collect();
     IrProblem { problem: Problem { locations, cc_operands }, locs, num_insts }
 }

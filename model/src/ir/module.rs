@@ -492,6 +492,14 @@ impl Inst {
         }
     }
 
+    /// The access pattern this instruction writes, if any, borrowed.
+    pub fn write_ref(&self) -> Option<&AccessPattern> {
+        match &self.op {
+            Op::DmaCopy { dst, .. } | Op::Compute { dst, .. } => Some(dst),
+            _ => None,
+        }
+    }
+
     /// The access patterns this instruction reads, as a slice (no allocation, unlike [`Inst::reads`]).
     pub fn read_slice(&self) -> &[AccessPattern] {
         match &self.op {

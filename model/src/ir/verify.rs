@@ -232,8 +232,12 @@ impl Verifier<'_> {
             self.loc_ok(&fctx, a);
         }
         let mut listed = vec![0u32; f.insts.len()];
+        // Canonical (`Function::is_canonical`): the blocks list ids 0, 1, 2, ... and nothing else.
+        let (mut canonical, mut next) = (true, 0usize);
         for b in &f.blocks {
             for &id in &b.insts {
+                canonical &= id.index() == next;
+                next += 1;
                 match listed.get_mut(id.index()) {
                     Some(n) => *n += 1,
                     None => self.dangling(format!("{fctx}, block `{}`", b.name), "instruction", id.0),
@@ -246,7 +250,8 @@ impl Verifier<'_> {
                 self.structure(fctx.clone(), format!("instruction `{name}` is listed by {n} blocks (must be 1)"));
             }
         }
-        if !f.is_canonical() && listed.iter().all(|&n| n == 1) {
+        canonical &= next == f.insts.len();
+        if !canonical && listed.iter().all(|&n| n == 1) {
             self.structure(fctx.clone(), "instruction arena is not in block order (call Function::canonicalize)");
         }
         let core = f.attrs.neuron_core_id.or(self.m.attrs.neuron_core_id);
@@ -262,7 +267,7 @@ impl Verifier<'_> {
             let Some(inst) = f.insts.get(id.index()) else { continue };
             let ictx = Ctx { func: &f.name, inst: &inst.name };
             self.inst(fi, f, id, inst, &ictx, core);
-            for r in inst.reads() {
+            for r in inst.read_slice() {
                 if r.loc.index() < self.m.memlocs.len() && !self.defined(r.loc, &written, pos) {
                     self.errs.push(VerifyError::UseBeforeDef {
                         func: f.name.clone(),
@@ -324,10 +329,8 @@ impl Verifier<'_> {
                 self.mismatch(ictx.to_string(), "only a DMA copy uses a queue");
             }
         }
-        let mut aps: Vec<AccessPattern> = inst.reads();
-        aps.extend(inst.write());
         let mut all_ok = true;
-        for a in &aps {
+        for a in inst.read_slice().iter().chain(inst.write_ref()) {
             all_ok &= self.ap(ictx, a);
         }
         if let Some(w) = inst.write()

@@ -175,37 +175,62 @@ fn run_function(m: &Module, f: FuncId, mem: &mut [Vec<i32>], depth: usize) -> Re
 ///
 /// The module must have passed `verify`, which guarantees operands are in bounds.
 pub fn execute(inst: &Inst, slot: &mut dyn FnMut(&AccessPattern) -> usize, mem: &mut [Vec<i32>]) {
-    let read = |mem: &[Vec<i32>], s: usize, a: &AccessPattern| -> Vec<i32> {
-        mem[s][a.offset as usize..(a.offset + a.len) as usize].to_vec()
-    };
-    let (dst, result) = match &inst.op {
+    let range = |a: &AccessPattern| a.offset as usize..(a.offset + a.len) as usize;
+    match &inst.op {
+        // A copy moves the elements directly (no temporary), within one buffer or between two.
         Op::DmaCopy { src, dst } => {
-            let s = slot(src);
-            (*dst, read(mem, s, src))
+            let (s, d) = (slot(src), slot(dst));
+            let at = dst.offset as usize;
+            if s == d {
+                mem[s].copy_within(range(src), at);
+            } else {
+                let (from, to) = if s < d {
+                    let (lo, hi) = mem.split_at_mut(d);
+                    (&lo[s], &mut hi[0])
+                } else {
+                    let (lo, hi) = mem.split_at_mut(s);
+                    (&hi[0], &mut lo[d])
+                };
+                to[at..at + dst.len as usize].copy_from_slice(&from[range(src)]);
+            }
         }
+        // Sources are borrowed in place (up to four without a heap allocation); the
+        // result is one buffer, since the destination may overlap a source.
         Op::Compute { kind, srcs, dst } => {
-            let vals: Vec<Vec<i32>> = srcs.iter().map(|a| read(mem, slot(a), a)).collect();
-            (*dst, compute(*kind, &vals, dst.len as usize))
+            let ro: &[Vec<i32>] = mem;
+            let result = if srcs.len() <= 4 {
+                let mut arr: [&[i32]; 4] = [&[]; 4];
+                for (k, a) in srcs.iter().enumerate() {
+                    arr[k] = &ro[slot(a)][range(a)];
+                }
+                compute(*kind, &arr[..srcs.len()], dst.len as usize)
+            } else {
+                let v: Vec<&[i32]> = srcs.iter().map(|a| &ro[slot(a)][range(a)]).collect();
+                compute(*kind, &v, dst.len as usize)
+            };
+            let d = slot(dst);
+            mem[d][range(dst)].copy_from_slice(&result);
         }
-        _ => return,
-    };
-    let d = slot(&dst);
-    mem[d][dst.offset as usize..(dst.offset + dst.len) as usize].copy_from_slice(&result);
+        _ => {}
+    }
 }
 
 /// The arithmetic of one compute op, on wrapping i32.
-pub fn compute(kind: ComputeKind, srcs: &[Vec<i32>], out_len: usize) -> Vec<i32> {
+pub fn compute<S: AsRef<[i32]>>(kind: ComputeKind, srcs: &[S], out_len: usize) -> Vec<i32> {
+    let src = |k: usize| srcs[k].as_ref();
     match kind {
-        ComputeKind::Add => (0..out_len).map(|i| srcs.iter().fold(0i32, |acc, s| acc.wrapping_add(s[i]))).collect(),
-        ComputeKind::Mul => (0..out_len).map(|i| srcs[0][i].wrapping_mul(srcs[1][i])).collect(),
-        ComputeKind::Relu => srcs[0].iter().map(|&v| v.max(0)).collect(),
+        ComputeKind::Add => {
+            (0..out_len).map(|i| srcs.iter().fold(0i32, |acc, s| acc.wrapping_add(s.as_ref()[i]))).collect()
+        }
+        ComputeKind::Mul => (0..out_len).map(|i| src(0)[i].wrapping_mul(src(1)[i])).collect(),
+        ComputeKind::Relu => src(0).iter().map(|&v| v.max(0)).collect(),
         ComputeKind::Reduce => {
-            let k = srcs[0].len() / out_len.max(1);
-            (0..out_len).map(|i| srcs[0][i * k..(i + 1) * k].iter().fold(0i32, |a, &v| a.wrapping_add(v))).collect()
+            let k = src(0).len() / out_len.max(1);
+            (0..out_len).map(|i| src(0)[i * k..(i + 1) * k].iter().fold(0i32, |a, &v| a.wrapping_add(v))).collect()
         }
         ComputeKind::MatMul { m, k, n } => {
             let (m, k, n) = (m as usize, k as usize, n as usize);
-            let (a, b) = (&srcs[0], &srcs[1]);
+            let (a, b) = (src(0), src(1));
             let mut out = vec![0i32; m * n];
             for r in 0..m {
                 for c in 0..n {
