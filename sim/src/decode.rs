@@ -59,8 +59,8 @@ pub(crate) struct Instr {
     pub queue: u32,
     /// Base latency from the cost model (DMA: the fixed part).
     pub latency: u64,
-    /// Why it cannot run.
-    pub illegal: Option<Illegal>,
+    /// Why it cannot run (boxed: rare, and it keeps every record small).
+    pub illegal: Option<Box<Illegal>>,
 }
 
 impl Instr {
@@ -126,7 +126,7 @@ pub(crate) fn decode(bytes: &[u8], op_vars: [Option<u32>; 3], ctx: &DecodeCtx<'_
         Ok(r) => r,
         Err(e) => {
             let mut i = Instr::new(u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]));
-            i.illegal = Some(Illegal::Decode(e.to_string()));
+            i.illegal = Some(Box::new(Illegal::Decode(e.to_string())));
             return i;
         }
     };
@@ -138,11 +138,11 @@ pub(crate) fn decode(bytes: &[u8], op_vars: [Option<u32>; 3], ctx: &DecodeCtx<'_
         *slot = w.map(|w| WaitRef { sem: w.sem, value: w.value, slot: 0 });
     }
     if let Err(e) = body(&r, op_vars, ctx, &mut i) {
-        i.illegal = Some(e);
+        i.illegal = Some(Box::new(e));
     }
     let sems = r.waits.iter().flatten().map(|w| w.sem).chain(i.signal).chain(i.sem_signal);
     if let Some(s) = sems.into_iter().find(|&s| u32::from(s) >= ctx.semaphores) {
-        i.illegal.get_or_insert(Illegal::Semaphore(u32::from(s)));
+        i.illegal.get_or_insert_with(|| Box::new(Illegal::Semaphore(u32::from(s))));
     }
     let bytes: u64 = i.mems().iter().map(|m| m.len).sum();
     i.latency = ctx.cost.latency(r.opcode, bytes, r.imm);
@@ -157,8 +157,8 @@ fn body(r: &Record, op_vars: [Option<u32>; 3], ctx: &DecodeCtx<'_>, i: &mut Inst
                 return Err(Illegal::Unrelocated);
             }
             let n = if matches!(r.opcode, Opcode::Relu | Opcode::Reduce) { 2 } else { 3 };
-            let lens: Vec<u64> = r.ops[..n].iter().map(|o| u64::from(o.c)).collect();
-            shapes(r.opcode, r.imm, &lens).map_err(Illegal::Operands)?;
+            let lens = r.ops.map(|o| u64::from(o.c));
+            shapes(r.opcode, r.imm, &lens[..n]).map_err(Illegal::Operands)?;
             for (k, (op, var)) in r.ops.iter().zip(op_vars).take(n).enumerate() {
                 i.mem[k] = mem(op.pa(), u64::from(op.c), k == 0, var);
             }
@@ -231,7 +231,7 @@ mod tests {
 
     fn illegal(r: &Record, ring: &[Option<DeviceDescriptor>]) -> Option<Illegal> {
         let cost = CostModel::default();
-        decode(&r.encode(), [None; 3], &ctx(ring, &cost)).illegal
+        decode(&r.encode(), [None; 3], &ctx(ring, &cost)).illegal.map(|b| *b)
     }
 
     #[test]
@@ -256,7 +256,7 @@ mod tests {
         let mut bytes = relocated(Opcode::Add, [64, 64, 64]).encode();
         bytes[0] = 0xee;
         let cost = CostModel::default();
-        assert!(matches!(decode(&bytes, [None; 3], &ctx(&[], &cost)).illegal, Some(Illegal::Decode(_))));
+        assert!(matches!(decode(&bytes, [None; 3], &ctx(&[], &cost)).illegal.as_deref(), Some(Illegal::Decode(_))));
         assert_eq!(illegal(&Record::new(Opcode::Ext, 0), &[]), Some(Illegal::Pseudo(Opcode::Ext)));
         let mut r = relocated(Opcode::Mul, [64, 64, 64]);
         r.flags = 0;

@@ -121,7 +121,7 @@ impl Simulation {
                     let (we, wpc) = self.locate_site(writer.site);
                     self.site(we, wpc, Some(writer.slot))
                 });
-                let owner = self.vars.owners.get(owner as usize).cloned().unwrap_or_default();
+                let owner = self.vars.owner_key(owner).unwrap_or_default();
                 self.report_violation(Violation::Clobber { reader, owner, writer, addr });
             }
         }

@@ -2,7 +2,8 @@
 //! the storage of the shadow memory ([`crate::shadow`]).
 //!
 //! Cost: `overlapping` is O(log s + j) for j intervals reported; `assign`
-//! and `remove` are O(log s) plus O(log s) per interval they delete, and
+//! and `remove` are O(log s) plus O(log s) per interval they delete (one
+//! descent when nothing overlaps or `assign` rewrites a stored interval), and
 //! create at most two intervals each, so a sequence of m operations costs
 //! O(m log s) amortized (s intervals stored, at most 2m + 1).
 
@@ -36,7 +37,7 @@ impl<V: Copy> Intervals<V> {
 
     /// Deletes `[a, b)`, keeping the parts of intervals outside it.
     pub(crate) fn remove(&mut self, a: u64, b: u64) {
-        if a >= b {
+        if a >= b || self.last_before(b).is_none_or(|(_, e)| e <= a) {
             return;
         }
         if let Some((&s, &(e, v))) = self.map.range(..a).next_back()
@@ -64,8 +65,23 @@ impl<V: Copy> Intervals<V> {
         if a >= b {
             return;
         }
-        self.remove(a, b);
-        self.map.insert(a, (b, v));
+        // Fast paths, one descent: `[a, b)` is stored as it is, or nothing overlaps it.
+        match self.map.range_mut(..b).next_back() {
+            Some((&s, (e, x))) if s == a && *e == b => *x = v,
+            Some((_, &mut (e, _))) if e > a => {
+                self.remove(a, b);
+                self.map.insert(a, (b, v));
+            }
+            _ => {
+                self.map.insert(a, (b, v));
+            }
+        }
+    }
+
+    /// The last interval starting before `b`: `(start, end)`. Every interval
+    /// overlapping `[a, b)` ends by its end, so none does when it ends by `a`.
+    fn last_before(&self, b: u64) -> Option<(u64, u64)> {
+        self.map.range(..b).next_back().map(|(&s, &(e, _))| (s, e))
     }
 }
 
@@ -93,6 +109,15 @@ mod tests {
         assert_eq!(all(&m), vec![(16, 17, 4), (17, 35, 3), (35, 40, 2)]);
         m.remove(20, 21);
         assert_eq!(all(&m), vec![(16, 17, 4), (17, 20, 3), (21, 35, 3), (35, 40, 2)]);
+        // A stored interval rewritten as it is, and an assign or remove that overlaps nothing.
+        m.assign(17, 20, 5);
+        assert_eq!(all(&m), vec![(16, 17, 4), (17, 20, 5), (21, 35, 3), (35, 40, 2)]);
+        m.assign(50, 60, 6);
+        m.remove(40, 50);
+        m.remove(20, 21);
+        assert_eq!(all(&m), vec![(16, 17, 4), (17, 20, 5), (21, 35, 3), (35, 40, 2), (50, 60, 6)]);
+        m.assign(18, 19, 7);
+        assert_eq!(m.overlapping(17, 20).collect::<Vec<_>>(), vec![(17, 18, 5), (18, 19, 7), (19, 20, 5)]);
         m.assign(0, 100, 9);
         assert_eq!((all(&m), m.len()), (vec![(0, 100, 9)], 1));
         m.assign(7, 7, 1);

@@ -124,7 +124,7 @@ impl Simulation {
             eng.stats.halted = true;
             eng.stats.finished_at = Some(now);
             let site = self.site(e, pc, None);
-            self.report_violation(Violation::Illegal { site, reason: reason.clone() });
+            self.report_violation(Violation::Illegal { site, reason: (**reason).clone() });
             return;
         }
         for w in ins.waits.iter().flatten() {

@@ -18,15 +18,28 @@
 //! the findings are those of checking every byte. Findings per access: one
 //! race per prior access (the lowest address), one clobber (the lowest).
 //!
-//! Cost: a write costs O(T log s) probes (T threads, five per core) plus
-//! O(log s) per interval it removes; a read O(log s) per read interval it
-//! replaces plus O(log s) per last-write interval it checks, and each
-//! (last-write interval, thread) pair is checked once unless the first check
-//! found something. Every access creates at most three intervals, so n
-//! accesses cost O((n T + k) log n) for k findings, in O(n) memory: linear in
-//! the program for a fixed core count, independent of how accesses overlap
-//! (the former per-segment cells cost the sum of segments covered, quadratic
-//! when many accesses fall on one large tensor).
+//! - `readers`: per granule of `GRANULE` bytes, which threads may hold a read
+//!   overlapping it (bit `t % 64`; exact for up to 64 threads, a superset
+//!   beyond). A write probes only the read maps of those threads instead of
+//!   every thread's (five per core), and clears the bits of the granules it
+//!   leaves without reads. The masks are looked up only, never iterated.
+//!
+//! Cost: a write costs O(g) mask updates for the g granules it covers (at
+//! most `len / GRANULE + 2`, fewer than the bytes the record moves) plus
+//! O(log s) per thread that holds a read in those granules, plus O(log s) per
+//! interval it removes; a read O(g) mask updates plus O(log s) per read
+//! interval it replaces plus O(log s) per last-write interval it checks, and
+//! each (last-write interval, thread) pair is checked once unless the first
+//! check found something. Every access creates at most three intervals, so n
+//! accesses cost O((n c + k) log n + b / GRANULE) for k findings, c threads
+//! reading each granule (at most T, five per core; one or two in practice)
+//! and b bytes accessed, in O(n) memory: linear in the program for a fixed
+//! core count, independent of how accesses overlap (the former per-segment
+//! cells cost the sum of segments covered, quadratic when many accesses fall
+//! on one large tensor).
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::config::Checks;
 use crate::decode::MemRef;
@@ -59,11 +72,43 @@ struct Read {
     clean: bool,
 }
 
+/// Bytes per granule of the reader masks (a power of two).
+const GRANULE_SHIFT: u32 = 8;
+
+/// A multiplicative hash of a granule index (lookups only: no order is observed).
+#[derive(Default)]
+struct GranuleHasher(u64);
+
+impl Hasher for GranuleHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+/// Per granule, the bit `t % 64` of every thread that may hold a read overlapping it.
+type Readers = HashMap<u64, u64, BuildHasherDefault<GranuleHasher>>;
+
+/// The granules `[first, last]` holding the bytes `[a, b)` (`a < b`).
+fn granules(a: u64, b: u64) -> (u64, u64) {
+    (a >> GRANULE_SHIFT, (b - 1) >> GRANULE_SHIFT)
+}
+
 /// The shadow state.
 #[derive(Debug)]
 pub(crate) struct Shadow {
     writes: Intervals<Written>,
     reads: Vec<Intervals<Read>>,
+    readers: Readers,
     checks: Checks,
     /// Scratch: the pieces of a read to check, and the races of one access.
     todo: Vec<(u64, u64)>,
@@ -80,7 +125,7 @@ impl Shadow {
             }
         }
         let reads = if checks.races || checks.ownership { vec![Intervals::default(); threads] } else { Vec::new() };
-        Shadow { writes, reads, checks, todo: Vec::new(), races: Vec::new() }
+        Shadow { writes, reads, readers: Readers::default(), checks, todo: Vec::new(), races: Vec::new() }
     }
 
     /// Intervals held (writes, reads): for tests of the memory bound.
@@ -130,6 +175,10 @@ impl Shadow {
         let clean = !clobber && self.races.is_empty();
         self.flush_races(out);
         self.reads[t].assign(a, b, Read { tag, owner: m.owner, clean });
+        let (g0, g1) = granules(a, b);
+        for g in g0..=g1 {
+            *self.readers.entry(g).or_insert(0) |= 1 << (t % 64);
+        }
     }
 
     /// A write by `tag` (thread clock `vc`) of the bytes of `m` (unmapped accesses are not shadowed).
@@ -146,16 +195,54 @@ impl Shadow {
                 }
             }
         }
-        for reads in &mut self.reads {
-            let mut any = false;
-            for (s, _, r) in reads.overlapping(a, b) {
-                any = true;
-                if self.checks.races && !ordered(r.tag, tag.thread, vc) {
-                    self.races.push((RaceKind::ReadWrite, r.tag, s.max(a)));
+        // The threads that may hold reads under [a, b): those of its granules' masks.
+        let (g0, g1) = granules(a, b);
+        let mut mask = 0u64;
+        for g in g0..=g1 {
+            mask |= self.readers.get(&g).copied().unwrap_or(0);
+        }
+        if mask != 0 {
+            // Scan each candidate over the whole granules, so the edge granules learn
+            // whether any read outside [a, b) is left in them.
+            let (ga, gb) = (g0 << GRANULE_SHIFT, (g1 << GRANULE_SHIFT).saturating_add(1 << GRANULE_SHIFT));
+            let (mut keep0, mut keep1) = (0u64, 0u64);
+            for (t, reads) in self.reads.iter_mut().enumerate() {
+                let bit = 1u64 << (t % 64);
+                if mask & bit == 0 {
+                    continue;
+                }
+                let mut any = false;
+                for (s, e, r) in reads.overlapping(ga, gb) {
+                    if s < b && e > a {
+                        any = true;
+                        if self.checks.races && !ordered(r.tag, tag.thread, vc) {
+                            self.races.push((RaceKind::ReadWrite, r.tag, s.max(a)));
+                        }
+                    }
+                    // What is left of it after the write, inside the edge granules.
+                    if s.max(ga) < e.min(a) {
+                        keep0 |= bit;
+                    }
+                    if s.max(b) < e.min(gb) {
+                        keep1 |= bit;
+                    }
+                }
+                if any {
+                    reads.remove(a, b);
                 }
             }
-            if any {
-                reads.remove(a, b);
+            // Reads left outside [a, b) can only be in the edge granules.
+            for g in g0..=g1 {
+                let left = (if g == g0 { keep0 } else { 0 }) | (if g == g1 { keep1 } else { 0 });
+                match self.readers.get_mut(&g) {
+                    Some(m) if *m & !left != 0 => {
+                        *m &= left;
+                        if *m == 0 {
+                            self.readers.remove(&g);
+                        }
+                    }
+                    _ => {}
+                }
             }
         }
         self.flush_races(out);
@@ -177,6 +264,7 @@ impl Shadow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::race::join;
     use crate::vars::NONE;
 
     fn tag(thread: u16, clock: u32, site: u32) -> Tag {
@@ -240,6 +328,116 @@ mod tests {
         sh.write(&mem(50, 10, 8), tag(0, 2, 6), &[2, 4], &mut out);
         sh.read(&mem(0, 100, 7), tag(1, 5, 7), &[2, 5], &mut out);
         assert_eq!(out, vec![Finding::Clobber { owner: 8, writer: tag(0, 2, 6), addr: 50 }]);
+    }
+
+    /// Every byte's state, checked byte by byte: the oracle of the shadow's findings.
+    struct Bytes {
+        writes: Vec<(Tag, u32)>,
+        reads: Vec<Vec<Option<Tag>>>,
+    }
+
+    impl Bytes {
+        fn access(&mut self, write: bool, m: &MemRef, tag: Tag, vc: &[u32]) -> Vec<Finding> {
+            let mut races: Vec<(RaceKind, Tag, u64)> = Vec::new();
+            let mut clobber = None;
+            for x in m.pa..m.pa + m.len {
+                let (w, owner) = self.writes[x as usize];
+                if !ordered(w, tag.thread, vc) {
+                    races.push((if write { RaceKind::WriteWrite } else { RaceKind::WriteRead }, w, x));
+                }
+                if write {
+                    for t in 0..self.reads.len() {
+                        if let Some(r) = self.reads[t][x as usize].take()
+                            && !ordered(r, tag.thread, vc)
+                        {
+                            races.push((RaceKind::ReadWrite, r, x));
+                        }
+                    }
+                    self.writes[x as usize] = (tag, m.owner);
+                } else {
+                    if clobber.is_none() && clobbered(owner, m.owner) {
+                        clobber = Some(Finding::Clobber { owner, writer: w, addr: x });
+                    }
+                    self.reads[usize::from(tag.thread)][x as usize] = Some(tag);
+                }
+            }
+            let mut first: Vec<(RaceKind, Tag, u64)> = Vec::new();
+            for r in races {
+                if !first.iter().any(|f| (f.1.site, f.1.slot) == (r.1.site, r.1.slot)) {
+                    first.push(r);
+                }
+            }
+            first.sort_by_key(|&(_, p, addr)| (addr, p.site, p.slot));
+            clobber
+                .into_iter()
+                .chain(first.into_iter().map(|(kind, prior, addr)| Finding::Race { kind, prior, addr }))
+                .collect()
+        }
+    }
+
+    #[test]
+    fn findings_equal_a_byte_by_byte_check_with_threads_sharing_reader_bits() {
+        use rand::{RngExt, SeedableRng};
+        // 70 threads: threads t and t + 64 share a reader bit; 6 granules of bytes.
+        const THREADS: usize = 70;
+        const BYTES: u64 = 6 << GRANULE_SHIFT;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let mut found = 0;
+        for _ in 0..60 {
+            let preset = [(0, BYTES / 2, 1), (BYTES / 3, BYTES, 2)];
+            let mut sh = Shadow::new(THREADS, &preset, Checks::default());
+            let mut writes = vec![(Tag::NONE, NONE); BYTES as usize];
+            for &(a, e, o) in &preset {
+                writes[a as usize..e as usize].fill((Tag::NONE, o));
+            }
+            let mut bytes = Bytes { writes, reads: vec![vec![None; BYTES as usize]; THREADS] };
+            let mut clocks = vec![vec![0u32; THREADS]; THREADS];
+            let hot = [0usize, 1, 64, 65, 69];
+            for site in 0..400u32 {
+                let t = if rng.random_bool(0.7) {
+                    hot[rng.random_range(0..hot.len())]
+                } else {
+                    rng.random_range(0..THREADS)
+                };
+                // Monotone clocks: a tick, sometimes a join of another thread's clock.
+                clocks[t][t] += 1;
+                if rng.random_bool(0.3) {
+                    let u = hot[rng.random_range(0..hot.len())];
+                    let from = clocks[u].clone();
+                    join(&mut clocks[t], &from);
+                }
+                let vc = clocks[t].clone();
+                let a = rng.random_range(0..BYTES - 1);
+                let len = if rng.random_bool(0.8) { rng.random_range(1..=64) } else { rng.random_range(1..=600) };
+                let len = len.min(BYTES - a);
+                let m = mem(a, len, [NONE, 1, 2][rng.random_range(0..3)]);
+                let write = rng.random_bool(0.4);
+                let tag = Tag { thread: t as u16, slot: 0, clock: vc[t], site };
+                let mut out = Vec::new();
+                if write {
+                    sh.write(&m, tag, &vc, &mut out);
+                } else {
+                    sh.read(&m, tag, &vc, &mut out);
+                }
+                let want = bytes.access(write, &m, tag, &vc);
+                assert_eq!(
+                    out,
+                    want,
+                    "access {site}: {} of [{a}, {}) by thread {t}",
+                    if write { "write" } else { "read" },
+                    a + len
+                );
+                found += out.len();
+            }
+            // The masks hold a bit only where a read is left (exact below 64 threads, here a superset).
+            for g in 0..6u64 {
+                let left = (0..THREADS)
+                    .filter(|&t| sh.reads[t].overlapping(g << GRANULE_SHIFT, (g + 1) << GRANULE_SHIFT).next().is_some())
+                    .fold(0u64, |m, t| m | 1 << (t % 64));
+                assert_eq!(sh.readers.get(&g).copied().unwrap_or(0), left, "granule {g}");
+            }
+        }
+        assert!(found > 1000, "the sequences find races and clobbers: {found}");
     }
 
     #[test]

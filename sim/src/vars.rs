@@ -16,9 +16,7 @@
 //! loader's `kelf_resolve_vtpb_remote_variables` resolves views the same way),
 //! so it has `<t>`'s identity. After the linker the names are already one.
 
-use std::collections::BTreeMap;
-
-use std::collections::BTreeSet;
+use std::collections::HashMap;
 
 use lncsim_model::codegen::VarKind;
 use lncsim_model::load::{CoreImage, VarImage};
@@ -48,45 +46,80 @@ pub(crate) struct VarEntry {
     pub equalized: bool,
 }
 
+/// What an ownership identity is (its printable key is made on demand).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum OwnerKind {
+    /// An input or output: `io:<name>`.
+    Io,
+    /// A weights file: `file:<name>`.
+    File,
+    /// The shared scratch itself: `shared-scratch`.
+    SharedScratch,
+    /// A tensor inside the shared scratch: `shared:<tensor>`.
+    Shared,
+    /// A var private to its core: `core<c>:<name>`.
+    Core,
+}
+
+/// One ownership identity: its kind, the core (for private vars), and the
+/// first var that has it with the length of its name's tensor part.
+#[derive(Clone, Copy, Debug)]
+struct Owner {
+    kind: OwnerKind,
+    core: u32,
+    var: u32,
+    len: u32,
+}
+
 /// Every var of every core; global var index = `base[core_ix] + var_id`.
 #[derive(Debug, Default)]
 pub(crate) struct VarTable {
     pub vars: Vec<VarEntry>,
     pub base: Vec<u32>,
-    /// Owner id -> a printable key.
-    pub owners: Vec<String>,
+    /// Owner id -> its identity.
+    owners: Vec<Owner>,
 }
 
 impl VarTable {
-    /// Builds the table from the images.
+    /// Builds the table from the images. Cost: O(v) hash lookups for v vars
+    /// (looked up only, never iterated: owner ids follow the vars' order).
     pub(crate) fn new(images: &[CoreImage]) -> VarTable {
-        let mut t = VarTable::default();
-        let mut owner_ids: BTreeMap<String, u32> = BTreeMap::new();
-        // (core, name) of every shared tensor var.
-        let shared_names: BTreeSet<(u32, &str)> = images
-            .iter()
-            .flat_map(|img| img.vars.iter().filter(|v| in_shared(img, v)).map(|v| (img.core, v.name.as_str())))
-            .collect();
-        let tensor_of = |core: u32, name: &str| -> String {
-            let view = name.strip_suffix(view_name("", core).as_str());
-            match view {
-                Some(tn) if shared_names.iter().any(|&(c, n)| c != core && n == tn) => tn.to_string(),
-                _ => name.to_string(),
+        let total: usize = images.iter().map(|i| i.vars.len()).sum();
+        let mut t =
+            VarTable { vars: Vec::with_capacity(total), base: Vec::with_capacity(images.len()), owners: Vec::new() };
+        let mut owner_ids: HashMap<(OwnerKind, u32, &str), u32> = HashMap::with_capacity(total);
+        // Name of every shared tensor var -> the lowest and highest core declaring it.
+        let mut shared_names: HashMap<&str, (u32, u32)> = HashMap::new();
+        for img in images {
+            for v in img.vars.iter().filter(|v| in_shared(img, v)) {
+                let e = shared_names.entry(v.name.as_str()).or_insert((img.core, img.core));
+                *e = (e.0.min(img.core), e.1.max(img.core));
             }
-        };
+        }
         for (ci, img) in images.iter().enumerate() {
             t.base.push(t.vars.len() as u32);
+            let suffix = view_name("", img.core);
+            // The tensor a shared var of this core belongs to: `<t>` for a view `<t>_in<core>` when another core has `<t>`.
+            let tensor_of = |name: &'_ str| -> usize {
+                match name.strip_suffix(suffix.as_str()) {
+                    Some(tn) if shared_names.get(tn).is_some_and(|&(lo, hi)| lo != img.core || hi != img.core) => {
+                        tn.len()
+                    }
+                    _ => name.len(),
+                }
+            };
             for v in &img.vars {
-                let (key, shared, preset) = match &v.kind {
-                    VarKind::Input | VarKind::Output => (format!("io:{}", v.name), false, true),
-                    VarKind::File { .. } => (format!("file:{}", v.name), false, true),
-                    VarKind::SharedScratch => ("shared-scratch".to_string(), false, false),
-                    _ if in_shared(img, v) => (format!("shared:{}", tensor_of(img.core, &v.name)), true, false),
-                    _ => (format!("core{}:{}", img.core, v.name), false, false),
+                let (kind, core, len, shared, preset) = match &v.kind {
+                    VarKind::Input | VarKind::Output => (OwnerKind::Io, 0, v.name.len(), false, true),
+                    VarKind::File { .. } => (OwnerKind::File, 0, v.name.len(), false, true),
+                    VarKind::SharedScratch => (OwnerKind::SharedScratch, 0, 0, false, false),
+                    _ if in_shared(img, v) => (OwnerKind::Shared, 0, tensor_of(&v.name), true, false),
+                    _ => (OwnerKind::Core, img.core, v.name.len(), false, false),
                 };
-                let next = owner_ids.len() as u32;
-                let owner = *owner_ids.entry(key.clone()).or_insert_with(|| {
-                    t.owners.push(key);
+                let g = t.vars.len() as u32;
+                let next = t.owners.len() as u32;
+                let owner = *owner_ids.entry((kind, core, &v.name[..len])).or_insert_with(|| {
+                    t.owners.push(Owner { kind, core, var: g, len: len as u32 });
                     next
                 });
                 t.vars.push(VarEntry {
@@ -102,6 +135,19 @@ impl VarTable {
             }
         }
         t
+    }
+
+    /// The printable key of ownership identity `owner` (e.g. `core0:t3`, `io:x`).
+    pub(crate) fn owner_key(&self, owner: u32) -> Option<String> {
+        let o = self.owners.get(owner as usize)?;
+        let name = self.vars.get(o.var as usize).and_then(|v| v.name.get(..o.len as usize)).unwrap_or_default();
+        Some(match o.kind {
+            OwnerKind::Io => format!("io:{name}"),
+            OwnerKind::File => format!("file:{name}"),
+            OwnerKind::SharedScratch => "shared-scratch".to_string(),
+            OwnerKind::Shared => format!("shared:{name}"),
+            OwnerKind::Core => format!("core{}:{name}", o.core),
+        })
     }
 
     /// The global index of var `var_id` of core `core_ix`, if it exists.
