@@ -22,6 +22,7 @@ use super::mem_ref::{
     barrier_groups, decode_stream, descriptors, queue_order, resolve_virtuals, semaphores, var_table,
 };
 use super::relocate::RelativeDescriptor;
+use super::var_table::VarTable;
 use crate::codegen::record::{DESCRIPTOR_SIZE, RECORD_SIZE, Record};
 use crate::codegen::{PAGE, VarKind};
 use crate::ir::Engine;
@@ -107,7 +108,7 @@ pub struct Kbin {
     /// The streams' instruction set.
     pub isa: Isa,
     /// Vars by var_id (sparse: ids need not be dense).
-    pub vars: BTreeMap<u32, KbinVar>,
+    pub vars: VarTable,
     /// Queue names by queue index.
     pub queues: Vec<String>,
     /// Streams in [`Engine::ALL`] order.

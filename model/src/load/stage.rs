@@ -214,11 +214,14 @@ fn build<D: Device + ?Sized>(
     // io_init_mr_to_name_map / mr_pointer_init_pointer_vars: every HBM var
     // inside its allocation, before anything is copied.
     let pa_of = |v: &KbinVar| var_pa(v, carve.pa, ctx.shared);
-    let mut homes: BTreeMap<u32, u64> = BTreeMap::new();
-    for (&id, v) in &kbin.vars {
+    // The image is indexed by var_id (the simulator's layout); gaps are not in HBM.
+    // var_table bounds the ids, so this is a small multiple of the table.
+    let n = kbin.vars.max_id().map_or(0, |m| m as usize + 1);
+    let mut homes: Vec<Option<u64>> = vec![None; n];
+    for (id, v) in kbin.vars.iter() {
         if let Some((region, off)) = var_home(v, carve, ctx.shared) {
             let pa = inside(kbin, region, off, v.size, &|| format!("var {:?} (id {id})", v.name))?;
-            homes.insert(id, pa);
+            homes[id as usize] = Some(pa);
         } else if v.place != Place::NotInHbm {
             return Err(LoadError::invalid(
                 Stage::S4Stage,
@@ -239,13 +242,10 @@ fn build<D: Device + ?Sized>(
         let ring_pa = inside(kbin, carve, e.ring_off, ring_len, &|| format!("the {} DMA ring", e.engine.key()))?;
         engine_pas.push((pa, len, ring_pa));
     }
-    // The image is indexed by var_id (the simulator's layout); gaps are not in HBM.
-    // var_table bounds the ids, so this is a small multiple of the table.
-    let n = kbin.vars.last_key_value().map_or(0, |(&m, _)| m as usize + 1);
     let vars: Vec<VarImage> = (0..n as u32)
-        .map(|id| match kbin.vars.get(&id) {
+        .map(|id| match kbin.vars.get(id) {
             Some(v) => {
-                let pa = homes.get(&id).copied();
+                let pa = homes[id as usize];
                 VarImage {
                     name: v.name.clone(),
                     kind: v.kind.clone(),
@@ -267,7 +267,7 @@ fn build<D: Device + ?Sized>(
     let queues = kbin.queues.clone();
     // drs_create_data_refill_rings: the weights, each inside its var.
     let mut weights = 0;
-    for (&id, v) in &kbin.vars {
+    for (id, v) in kbin.vars.iter() {
         if let Some(data) = v.data.as_deref().filter(|d| !d.is_empty()) {
             let (Some((region, off)), true) = (var_home(v, carve, ctx.shared), data.len() as u64 <= v.size) else {
                 return Err(LoadError::invalid(
@@ -332,7 +332,7 @@ fn build<D: Device + ?Sized>(
     let mut descriptors = 0;
     for (e, &(_, _, ring_pa)) in kbin.engines.iter().zip(&engine_pas) {
         let mut base = |id: u32| -> Result<u64, String> {
-            kbin.vars.get(&id).and_then(pa_of).ok_or_else(|| format!("var_id {id} has no address"))
+            kbin.vars.get(id).and_then(pa_of).ok_or_else(|| format!("var_id {id} has no address"))
         };
         let ring = imcpy_load_vring(&e.dma, &mut base)
             .map_err(|m| LoadError::invalid(Stage::S5Register, format!("{} {} {m}", kbin.name, e.engine.key())))?;
