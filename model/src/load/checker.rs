@@ -26,12 +26,12 @@
 //! allocations (lookups are by binary search or in ordered maps; overlaps by
 //! one sort and a sweep), plus the bytes it reads back.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
 use super::device::Device;
-use super::image::{CoreImage, Isa};
+use super::image::{CoreImage, Isa, VarImage};
 use super::records::Model;
 use crate::codegen::record::{DESCRIPTOR_SIZE, DeviceDescriptor, FLAG_RELOCATED, Opcode, RECORD_SIZE, Record};
 use crate::neff::manifest::{DefJson, DmaDesc, VarType};
@@ -186,7 +186,16 @@ fn check_vars<'n, D: Device + ?Sized>(
     own: &mut Own<'_, 'n>,
 ) {
     let def = &sg.def;
-    let image_var = |name: &str| def.var.get(name).and_then(|v| img.vars.get(v.var_id as usize));
+    // Views name few distinct backings: the last one looked up is remembered.
+    let mut last_backing: Option<(&str, Option<&VarImage>)> = None;
+    let mut image_var = |name: &'n str| match last_backing {
+        Some((n, v)) if n == name => v,
+        _ => {
+            let v = def.var.get(name).and_then(|v| img.vars.get(v.var_id as usize));
+            last_backing = Some((name, v));
+            v
+        }
+    };
     for (name, v) in &def.var {
         let Some(iv) = img.vars.get(v.var_id as usize) else {
             bad.push(format!("{}: var {name} (id {}) missing from the image", sg.name, v.var_id));
@@ -394,8 +403,9 @@ fn check_views(neff: &Neff, images: &[&CoreImage]) -> Vec<String> {
     let pa = |img: &CoreImage, id: u32| img.vars.get(id as usize).map(|v| v.pa);
     // Each subgraph's shared views, found once.
     let views: Vec<Vec<(&str, u32)>> = neff.subgraphs.iter().map(shared_views).collect();
-    // name -> [(core, pa)] of every shared view, O(n log n).
-    let mut by_name: BTreeMap<&str, Vec<(usize, u64)>> = BTreeMap::new();
+    // name -> [(core, pa)] of every shared view, in core order; a hash index,
+    // looked up only, never iterated (findings follow the cores' order). O(n).
+    let mut by_name: HashMap<&str, Vec<(usize, u64)>> = HashMap::new();
     for (c, (img, vs)) in images.iter().zip(&views).enumerate() {
         for &(n, id) in vs {
             by_name.entry(n).or_default().extend(pa(img, id).map(|p| (c, p)));

@@ -20,6 +20,10 @@ use crate::neff::Subgraph;
 use crate::neff::manifest::VarType;
 use crate::neff::pack::{BARRIER_GROUPS_KEY, QUEUE_INDEX_KEY, SEMAPHORES_KEY, VNC_SHARED_KEY};
 
+/// def.json var ids by var name: a hash index, looked up only, never
+/// iterated (so its order reaches nothing). O(n) to build, O(1) a lookup.
+pub(super) type VarIds<'a> = std::collections::HashMap<&'a str, u32>;
+
 /// Queue names by index: the `queue_index` keys when every queue has a
 /// distinct one in `0..n`, else def.json's (name) order. Choice: def.json
 /// keys its queues by name, so without `queue_index` the compiler's queue
@@ -156,7 +160,12 @@ pub(super) fn bounded(sg: &Subgraph, var: &str, name: &str, x: u64) -> Result<u6
 /// non-virtual HBM var) or, with no backing, in the implicit scratchpad at
 /// `pad_off`; returns the scratchpad's size. Every offset is checked: a view
 /// must lie inside its backing var, and no address computation may overflow.
-pub(super) fn resolve_virtuals(sg: &Subgraph, vars: &mut VarTable, pad_off: u64) -> Result<u64, LoadError> {
+pub(super) fn resolve_virtuals(
+    sg: &Subgraph,
+    ids: &VarIds<'_>,
+    vars: &mut VarTable,
+    pad_off: u64,
+) -> Result<u64, LoadError> {
     let mut pad_end = 0u64;
     // The virtual vars with their def.json entries, in var_id order (one sort, no name lookups).
     let mut virtuals: Vec<(u32, &str, &crate::neff::manifest::Var)> = sg
@@ -185,7 +194,7 @@ pub(super) fn resolve_virtuals(sg: &Subgraph, vars: &mut VarTable, pad_off: u64)
             }
             continue;
         };
-        let b = sg.def.var.get(backing).map(|v| v.var_id);
+        let b = ids.get(backing.as_str()).copied();
         let bv = b
             .and_then(|b| vars.get(b))
             .ok_or_else(|| bad(sg, format!("virtual var {name:?}: no backing {backing:?}")))?;
@@ -220,6 +229,7 @@ pub(super) fn resolve_virtuals(sg: &Subgraph, vars: &mut VarTable, pad_off: u64)
 pub(super) fn descriptors(
     sg: &Subgraph,
     e: Engine,
+    ids: &VarIds<'_>,
     vars: &VarTable,
     queues: &[String],
 ) -> Result<Vec<RelativeDescriptor>, LoadError> {
@@ -227,7 +237,7 @@ pub(super) fn descriptors(
         return Ok(Vec::new());
     };
     let var = |name: &str, off: u64, size: u64, i: usize| -> Result<u32, LoadError> {
-        let id = sg.def.var.get(name).map(|v| v.var_id).ok_or_else(|| bad(sg, format!("dma[{i}]: no var {name:?}")))?;
+        let id = ids.get(name).copied().ok_or_else(|| bad(sg, format!("dma[{i}]: no var {name:?}")))?;
         let v = vars.get(id).ok_or_else(|| bad(sg, format!("dma[{i}]: var {name:?} is not in the table")))?;
         if v.place == Place::NotInHbm || off.checked_add(size).is_none_or(|end| end > v.size) {
             return Err(bad(sg, format!("{} dma[{i}]: [{off}, +{size}) is not inside HBM var {name:?}", e.key())));

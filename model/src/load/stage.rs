@@ -305,7 +305,9 @@ fn build<D: Device + ?Sized>(
                 relocated +=
                     t.records.iter().filter(|r| r.flags & crate::codegen::record::FLAG_RELOCATED != 0).count() as u64;
                 patches.extend(t.patches);
-                (t.records.iter().flat_map(|r| r.encode()).collect::<Vec<u8>>(), t.operand_vars)
+                let mut bytes = Vec::with_capacity(t.records.len().saturating_mul(RECORD_SIZE));
+                t.records.iter().for_each(|r| bytes.extend_from_slice(&r.encode()));
+                (bytes, t.operand_vars)
             }
             None => (e.stream.clone(), vec![[None; 3]; e.device_records as usize]),
         };
@@ -338,7 +340,8 @@ fn build<D: Device + ?Sized>(
             .map_err(|m| LoadError::invalid(Stage::S5Register, format!("{} {} {m}", kbin.name, e.engine.key())))?;
         if !ring.is_empty() {
             marks::hit("load.s5.dma_ring_relocated");
-            let bytes: Vec<u8> = ring.iter().flat_map(|d| d.encode()).collect();
+            let mut bytes = Vec::with_capacity(ring.len().saturating_mul(DESCRIPTOR_SIZE));
+            ring.iter().for_each(|d| bytes.extend_from_slice(&d.encode()));
             // The ring was checked for the descriptor count; the encoding is that many descriptors.
             if bytes.len() as u64 != (e.dma.len() as u64).saturating_mul(DESCRIPTOR_SIZE as u64) {
                 return Err(LoadError::invalid(

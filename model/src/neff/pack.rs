@@ -155,7 +155,9 @@ pub fn members(name: &str, lnc_size: u32, codes: &[CoreCode]) -> Result<MemberTa
                 extra: BTreeMap::new(),
             };
             files.insert(format!("{sg}/{stem}.json"), to_json(&ej));
-            files.insert(format!("{sg}/{stem}.bin"), e.records.iter().flat_map(|r| r.encode()).collect());
+            let mut stream = Vec::with_capacity(e.records.len().saturating_mul(crate::codegen::record::RECORD_SIZE));
+            e.records.iter().for_each(|r| stream.extend_from_slice(&r.encode()));
+            files.insert(format!("{sg}/{stem}.bin"), stream);
         }
         let mut tmap = BTreeMap::new();
         for v in &code.vars {
