@@ -203,8 +203,6 @@ pub struct DmaQueue {
 deserialize_with_extra!(DefJson {
     required: [],
     default: [
-        var = "var",
-        dma_queue = "dma_queue",
         pe = "pe",
         act = "act",
         dve = "dve",
@@ -216,7 +214,8 @@ deserialize_with_extra!(DefJson {
         pool_instr = "pool_instr",
         sp_instr = "sp_instr",
         version = "version",
-    ]
+    ],
+    bulk: [var = "var", dma_queue = "dma_queue"]
 });
 
 deserialize_with_extra!(Var {
