@@ -208,7 +208,9 @@ type Weights = BTreeMap<String, (String, u64, u64)>;
 
 fn def_json(code: &CoreCode, lnc_size: u32) -> (DefJson, Weights) {
     let mut weights = Weights::new();
-    let mut var = BTreeMap::new();
+    // Collected, then built in bulk (one sort, no per-var tree insert); a
+    // repeated name keeps its last var, as `insert` would.
+    let mut var = Vec::with_capacity(code.vars.len());
     for (id, v) in code.vars.iter().enumerate() {
         let mut d = Var {
             var_type: VarType::Input,
@@ -240,8 +242,9 @@ fn def_json(code: &CoreCode, lnc_size: u32) -> (DefJson, Weights) {
                 d.backing_variable_off = Some(*offset);
             }
         }
-        var.insert(v.name.clone(), d);
+        var.push((v.name.clone(), d));
     }
+    let var: BTreeMap<String, Var> = var.into_iter().collect();
     let mut next_sem = code.semaphores;
     let dma_queue = code
         .queues
@@ -320,7 +323,11 @@ fn neff_json(io: &BTreeMap<String, (&'static str, u64)>) -> Value {
 
 fn to_json<T: serde::Serialize>(v: &T) -> Vec<u8> {
     // Serialising our own maps and strings cannot fail.
-    serde_json::to_vec_pretty(v).unwrap_or_default()
+    let mut out = Vec::with_capacity(4096);
+    match serde_json::to_writer_pretty(&mut out, v) {
+        Ok(()) => out,
+        Err(_) => Vec::new(),
+    }
 }
 
 /// A UUID from the seed and the member table (names and bytes).
