@@ -23,8 +23,9 @@
 //!   live allocations overlap.
 //!
 //! Cost: O(n log n) in vars + records + descriptors + tables + live
-//! allocations (lookups are by binary search or in ordered maps; overlaps by
-//! one sort and a sweep), plus the bytes it reads back.
+//! allocations (lookups are by binary search, in ordered maps, or in hash
+//! maps that are looked up and never iterated; overlaps by one sort and a
+//! sweep), plus the bytes it reads back. Images are borrowed, never copied.
 
 use std::collections::{BTreeMap, HashMap};
 
