@@ -23,18 +23,19 @@
 //!   live allocations overlap.
 //!
 //! Cost: O(n log n) in vars + records + descriptors + tables + live
-//! allocations (lookups are by binary search or in ordered maps; overlaps by
-//! one sort and a sweep), plus the bytes it reads back.
+//! allocations (lookups are by binary search, in ordered maps, or in hash
+//! maps that are looked up and never iterated; overlaps by one sort and a
+//! sweep), plus the bytes it reads back. Images are borrowed, never copied.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
 use super::device::Device;
-use super::image::{CoreImage, Isa};
+use super::image::{CoreImage, Isa, VarImage};
 use super::records::Model;
 use crate::codegen::record::{DESCRIPTOR_SIZE, DeviceDescriptor, FLAG_RELOCATED, Opcode, RECORD_SIZE, Record};
-use crate::neff::manifest::{DefJson, VarType};
+use crate::neff::manifest::{DefJson, DmaDesc, VarType};
 use crate::neff::npy::{NPY_MAGIC, parse_header};
 use crate::neff::{Neff, Subgraph};
 
@@ -69,17 +70,19 @@ impl Allocs {
 
 /// Every violation of a finished load given its images, one line each (empty = right).
 pub fn check_load<D: Device + ?Sized>(dev: &D, neff: &Neff, images: &[CoreImage]) -> Vec<String> {
-    check(dev, neff, images, None)
+    let images: Vec<&CoreImage> = images.iter().collect();
+    check(dev, neff, &images, None)
 }
 
 /// [`check_load`] plus the rules that need each core's [`Model`]: pieces
 /// inside their carve-out, every engine table staged.
 pub fn check_models<D: Device + ?Sized>(dev: &D, neff: &Neff, models: &[Model]) -> Vec<String> {
-    let images: Vec<CoreImage> = models.iter().map(|m| m.image.clone()).collect();
+    // Borrowed, never cloned: an image holds every var and every record's debug info.
+    let images: Vec<&CoreImage> = models.iter().map(|m| &m.image).collect();
     check(dev, neff, &images, Some(models))
 }
 
-fn check<D: Device + ?Sized>(dev: &D, neff: &Neff, images: &[CoreImage], models: Option<&[Model]>) -> Vec<String> {
+fn check<D: Device + ?Sized>(dev: &D, neff: &Neff, images: &[&CoreImage], models: Option<&[Model]>) -> Vec<String> {
     let mut bad = Vec::new();
     if images.len() != neff.subgraphs.len() {
         bad.push(format!("{} images for {} subgraphs", images.len(), neff.subgraphs.len()));
@@ -184,7 +187,16 @@ fn check_vars<'n, D: Device + ?Sized>(
     own: &mut Own<'_, 'n>,
 ) {
     let def = &sg.def;
-    let image_var = |name: &str| def.var.get(name).and_then(|v| img.vars.get(v.var_id as usize));
+    // Views name few distinct backings: the last one looked up is remembered.
+    let mut last_backing: Option<(&str, Option<&VarImage>)> = None;
+    let mut image_var = |name: &'n str| match last_backing {
+        Some((n, v)) if n == name => v,
+        _ => {
+            let v = def.var.get(name).and_then(|v| img.vars.get(v.var_id as usize));
+            last_backing = Some((name, v));
+            v
+        }
+    };
     for (name, v) in &def.var {
         let Some(iv) = img.vars.get(v.var_id as usize) else {
             bad.push(format!("{}: var {name} (id {}) missing from the image", sg.name, v.var_id));
@@ -268,7 +280,7 @@ fn check_streams<D: Device + ?Sized>(dev: &D, neff: &Neff, img: &CoreImage, sg: 
         let es = sg.engines.iter().find(|e| e.engine == s.engine);
         let file = es.and_then(|e| neff.members.get(&e.instr_member)).unwrap_or(&[]);
         let device = dev.copy_out(s.pa, s.records.saturating_mul(RECORD_SIZE as u64)).unwrap_or_default();
-        let descs = es.and_then(|e| e.json.as_ref()).map(|j| j.dma.clone()).unwrap_or_default();
+        let descs: &[DmaDesc] = es.and_then(|e| e.json.as_ref()).map_or(&[], |j| j.dma.as_slice());
         if s.descriptors != descs.len() as u64 {
             bad.push(format!("{at}: {} descriptors, engine json has {}", s.descriptors, descs.len()));
         }
@@ -387,22 +399,23 @@ fn check_tables<D: Device + ?Sized>(dev: &D, neff: &Neff, sg: &Subgraph, m: &Mod
 /// Views of one shared tensor sit at one address on every core: a
 /// `virtual` var `<t>_in<c>` of core `c` in the shared region (backed by a
 /// `vnc_shared` tmp-buf) and a shared `virtual` var `t` of another core.
-fn check_views(neff: &Neff, images: &[CoreImage]) -> Vec<String> {
+fn check_views(neff: &Neff, images: &[&CoreImage]) -> Vec<String> {
     let mut bad = Vec::new();
-    let pa = |img: &CoreImage, sg: &Subgraph, name: &str| {
-        sg.def.var.get(name).and_then(|v| img.vars.get(v.var_id as usize)).map(|v| v.pa)
-    };
-    // name -> [(core, pa)] of every shared view, O(n log n).
-    let mut by_name: BTreeMap<&str, Vec<(usize, u64)>> = BTreeMap::new();
-    for (c, (img, sg)) in images.iter().zip(&neff.subgraphs).enumerate() {
-        for n in shared_views(sg) {
-            by_name.entry(n).or_default().extend(pa(img, sg, n).map(|p| (c, p)));
+    let pa = |img: &CoreImage, id: u32| img.vars.get(id as usize).map(|v| v.pa);
+    // Each subgraph's shared views, found once.
+    let views: Vec<Vec<(&str, u32)>> = neff.subgraphs.iter().map(shared_views).collect();
+    // name -> [(core, pa)] of every shared view, in core order; a hash index,
+    // looked up only, never iterated (findings follow the cores' order). O(n).
+    let mut by_name: HashMap<&str, Vec<(usize, u64)>> = HashMap::new();
+    for (c, (img, vs)) in images.iter().zip(&views).enumerate() {
+        for &(n, id) in vs {
+            by_name.entry(n).or_default().extend(pa(img, id).map(|p| (c, p)));
         }
     }
-    for (c, (img, sg)) in images.iter().zip(&neff.subgraphs).enumerate() {
+    for (c, (img, vs)) in images.iter().zip(&views).enumerate() {
         let suffix = format!("_in{c}");
-        for name in shared_views(sg) {
-            let (Some(t), Some(at)) = (name.strip_suffix(&suffix), pa(img, sg, name)) else { continue };
+        for &(name, id) in vs {
+            let (Some(t), Some(at)) = (name.strip_suffix(&suffix), pa(img, id)) else { continue };
             for &(o, opa) in by_name.get(t).into_iter().flatten() {
                 if o != c && opa != at {
                     bad.push(format!("sg{c:02} {name} at {at:#x} but sg{o:02} {t} at {opa:#x}"));
@@ -413,19 +426,26 @@ fn check_views(neff: &Neff, images: &[CoreImage]) -> Vec<String> {
     bad
 }
 
-/// The `virtual` vars of `sg` backed by a `vnc_shared` tmp-buf.
-fn shared_views(sg: &Subgraph) -> Vec<&str> {
+/// The `virtual` vars of `sg` backed by a `vnc_shared` tmp-buf, with their
+/// var_ids, in name order. O(n) in vars plus one compare per view with each
+/// `vnc_shared` tmp-buf's name (a subgraph has at most a few).
+fn shared_views(sg: &Subgraph) -> Vec<(&str, u32)> {
+    let shared: Vec<&str> = sg
+        .def
+        .var
+        .iter()
+        .filter(|(_, b)| b.var_type == VarType::TmpBuf && b.extra.get("vnc_shared") == Some(&Value::Bool(true)))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    if shared.is_empty() {
+        return Vec::new();
+    }
     sg.def
         .var
         .iter()
         .filter(|(_, v)| v.var_type == VarType::Virtual)
-        .filter(|(_, v)| {
-            v.backing_variable
-                .as_ref()
-                .and_then(|b| sg.def.var.get(b))
-                .is_some_and(|b| b.var_type == VarType::TmpBuf && b.extra.get("vnc_shared") == Some(&Value::Bool(true)))
-        })
-        .map(|(n, _)| n.as_str())
+        .filter(|(_, v)| v.backing_variable.as_deref().is_some_and(|b| shared.contains(&b)))
+        .map(|(n, v)| (n.as_str(), v.var_id))
         .collect()
 }
 

@@ -192,12 +192,12 @@ pub fn kelf_resolve_vtpb_remote_variables(kbins: &[Kbin]) -> Result<Resolved, Lo
     for k in kbins {
         for v in k.vars.values() {
             if v.place == Place::Io {
-                let e = io.entry(v.name.clone()).or_insert_with(|| IoVar {
-                    var_type: v.var_type.clone(),
-                    size: v.size,
-                    align: v.align,
-                    sgs: Vec::new(),
-                });
+                // Looked up by &str first: the name is cloned once per IO name, not per declaration.
+                if !io.contains_key(v.name.as_str()) {
+                    let first = IoVar { var_type: v.var_type.clone(), size: v.size, align: v.align, sgs: Vec::new() };
+                    io.insert(v.name.clone(), first);
+                }
+                let Some(e) = io.get_mut(v.name.as_str()) else { continue };
                 if e.var_type != v.var_type || e.size != v.size {
                     return Err(LoadError::invalid(
                         Stage::S2Graph,
@@ -221,8 +221,13 @@ pub fn kelf_resolve_vtpb_remote_variables(kbins: &[Kbin]) -> Result<Resolved, Lo
         by_name.entry(name).or_default().push((sg, off, size));
     }
     let mut remote: BTreeMap<(u32, String), RemoteVar> = BTreeMap::new();
+    let mut suffix = (u32::MAX, String::new());
     for (&(sg, name), &(off, size)) in &shared {
-        let Some(t) = name.strip_suffix(view_name("", sg).as_str()) else { continue };
+        // `shared` is in subgraph order: one suffix per subgraph.
+        if suffix.0 != sg {
+            suffix = (sg, view_name("", sg));
+        }
+        let Some(t) = name.strip_suffix(suffix.1.as_str()) else { continue };
         let Some(&(o, o_off, o_size)) = by_name.get(t).and_then(|v| v.iter().find(|(o, ..)| *o != sg)) else {
             continue;
         };

@@ -19,9 +19,10 @@ use serde_json::Value;
 use super::error::{LoadError, Stage};
 use super::image::Isa;
 use super::mem_ref::{
-    barrier_groups, decode_stream, descriptors, queue_order, resolve_virtuals, semaphores, var_table,
+    VarIds, barrier_groups, decode_stream, descriptors, queue_order, resolve_virtuals, semaphores, var_table,
 };
 use super::relocate::RelativeDescriptor;
+use super::var_table::VarTable;
 use crate::codegen::record::{DESCRIPTOR_SIZE, RECORD_SIZE, Record};
 use crate::codegen::{PAGE, VarKind};
 use crate::ir::Engine;
@@ -107,7 +108,7 @@ pub struct Kbin {
     /// The streams' instruction set.
     pub isa: Isa,
     /// Vars by var_id (sparse: ids need not be dense).
-    pub vars: BTreeMap<u32, KbinVar>,
+    pub vars: VarTable,
     /// Queue names by queue index.
     pub queues: Vec<String>,
     /// Streams in [`Engine::ALL`] order.
@@ -273,12 +274,14 @@ pub fn gen_kbin(mla: &MlaResources<'_>, isa: Isa) -> Result<Kbin, LoadError> {
         }
     }
     let scratchpad_off = lay.place(PAGE, 0, &|| "the implicit scratchpad".to_owned())?;
-    let scratchpad_size = resolve_virtuals(sg, &mut vars, scratchpad_off)?;
+    // Var ids by name, for the name references of views and descriptors (looked up, never iterated).
+    let ids: VarIds<'_> = sg.def.var.iter().map(|(n, v)| (n.as_str(), v.var_id)).collect();
+    let scratchpad_size = resolve_virtuals(sg, &ids, &mut vars, scratchpad_off)?;
     lay.place(1, scratchpad_size, &|| "the implicit scratchpad".to_owned())?;
     let mut engines = Vec::new();
     for e in Engine::ALL {
         let stream = mla.streams.get(&e).cloned().unwrap_or_default();
-        let dma = descriptors(sg, e, &vars, &queues)?;
+        let dma = descriptors(sg, e, &ids, &vars, &queues)?;
         let (records, device_records) = match isa {
             Isa::Lncsim => {
                 let (recs, n) = decode_stream(sg, e, &stream, &vars, &queues, dma.len())?;

@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::error::LoadError;
 use super::kbin::{IMPLICIT_SCRATCHPAD, KbinVar, MlaResources, Place, bad};
 use super::relocate::{RelativeDescriptor, memory_operands, translate_pseudo_instrs};
+use super::var_table::VarTable;
 use crate::codegen::VarKind;
 use crate::codegen::record::{Opcode, Operand, RECORD_SIZE, Record};
 use crate::ir::Engine;
@@ -18,6 +19,10 @@ use crate::marks;
 use crate::neff::Subgraph;
 use crate::neff::manifest::VarType;
 use crate::neff::pack::{BARRIER_GROUPS_KEY, QUEUE_INDEX_KEY, SEMAPHORES_KEY, VNC_SHARED_KEY};
+
+/// def.json var ids by var name: a hash index, looked up only, never
+/// iterated (so its order reaches nothing). O(n) to build, O(1) a lookup.
+pub(super) type VarIds<'a> = std::collections::HashMap<&'a str, u32>;
 
 /// Queue names by index: the `queue_index` keys when every queue has a
 /// distinct one in `0..n`, else def.json's (name) order. Choice: def.json
@@ -43,11 +48,12 @@ pub(super) fn queue_order(sg: &Subgraph) -> Result<Vec<String>, LoadError> {
 /// laid out. Every number from def.json is bounded here, before it sizes or
 /// places anything: var ids ([`var_id_limit`]), sizes and offsets
 /// ([`MAX_FILE_BYTES`]), alignments (a power of two up to [`MAX_ALIGN`]);
-/// two vars may not share an id. O(n log n) in vars.
-pub(super) fn var_table(mla: &MlaResources<'_>) -> Result<BTreeMap<u32, KbinVar>, LoadError> {
+/// two vars may not share an id. O(n log n) in vars (a sort by id; lookups
+/// are O(1) in the dense [`VarTable`]).
+pub(super) fn var_table(mla: &MlaResources<'_>) -> Result<VarTable, LoadError> {
     let sg = mla.subgraph;
     let limit = var_id_limit(sg.def.var.len());
-    let mut vars: BTreeMap<u32, KbinVar> = BTreeMap::new();
+    let mut vars = VarTable::with_capacity(sg.def.var.len());
     for (name, v) in &sg.def.var {
         if v.var_id >= limit {
             marks::hit("load.s3.absurd_var_id");
@@ -74,11 +80,12 @@ pub(super) fn var_table(mla: &MlaResources<'_>) -> Result<BTreeMap<u32, KbinVar>
             _ => (VarKind::Scratch, Place::NotInHbm, 0, None),
         };
         let var = KbinVar { name: name.clone(), var_type: v.var_type.clone(), kind, size, align, place, data };
-        if let Some(other) = vars.insert(v.var_id, var) {
+        if let Err(other) = vars.insert_new(v.var_id, var) {
             return Err(field(sg, name, "var_id", format!("{} is also the id of {:?}", v.var_id, other.name)));
         }
     }
-    if vars.last_key_value().is_some_and(|(&m, _)| m as usize + 1 > vars.len()) {
+    vars.finish();
+    if vars.max_id().is_some_and(|m| m as usize + 1 > vars.len()) {
         marks::hit("load.s3.var_id_gap");
     }
     Ok(vars)
@@ -155,33 +162,41 @@ pub(super) fn bounded(sg: &Subgraph, var: &str, name: &str, x: u64) -> Result<u6
 /// must lie inside its backing var, and no address computation may overflow.
 pub(super) fn resolve_virtuals(
     sg: &Subgraph,
-    vars: &mut BTreeMap<u32, KbinVar>,
+    ids: &VarIds<'_>,
+    vars: &mut VarTable,
     pad_off: u64,
 ) -> Result<u64, LoadError> {
     let mut pad_end = 0u64;
-    let ids: Vec<u32> = vars.iter().filter(|(_, v)| v.var_type == VarType::Virtual).map(|(&id, _)| id).collect();
-    for id in ids {
-        let (name, size) = match vars.get(&id) {
-            Some(v) => (v.name.clone(), v.size),
+    // The virtual vars with their def.json entries, in var_id order (one sort, no name lookups).
+    let mut virtuals: Vec<(u32, &str, &crate::neff::manifest::Var)> = sg
+        .def
+        .var
+        .iter()
+        .filter(|(_, d)| vars.get(d.var_id).is_some_and(|v| v.var_type == VarType::Virtual))
+        .map(|(name, d)| (d.var_id, name.as_str(), d))
+        .collect();
+    virtuals.sort_unstable_by_key(|&(id, ..)| id);
+    for (id, name, def) in virtuals {
+        let size = match vars.get(id) {
+            Some(v) => v.size,
             None => continue,
         };
-        let Some(def) = sg.def.var.get(&name) else { continue };
         let off = def.backing_variable_off.unwrap_or(0);
-        let overflow = || field(sg, &name, "backing_variable_off", format!("{off:#x} + size {size:#x} overflows"));
+        let overflow = || field(sg, name, "backing_variable_off", format!("{off:#x} + size {size:#x} overflows"));
         let end = off.checked_add(size).ok_or_else(overflow)?;
         let Some(backing) = &def.backing_variable else {
             marks::hit("load.s3.implicit_scratchpad");
             pad_end = pad_end.max(end);
             let at = pad_off.checked_add(off).ok_or_else(overflow)?;
-            if let Some(v) = vars.get_mut(&id) {
+            if let Some(v) = vars.get_mut(id) {
                 v.kind = VarKind::Virtual { backing: IMPLICIT_SCRATCHPAD, offset: off };
                 v.place = Place::Carveout(at);
             }
             continue;
         };
-        let b = sg.def.var.get(backing).map(|v| v.var_id);
+        let b = ids.get(backing.as_str()).copied();
         let bv = b
-            .and_then(|b| vars.get(&b))
+            .and_then(|b| vars.get(b))
             .ok_or_else(|| bad(sg, format!("virtual var {name:?}: no backing {backing:?}")))?;
         if bv.var_type == VarType::Virtual {
             return Err(bad(sg, format!("virtual var {name:?}: backing {backing:?} is itself virtual")));
@@ -202,7 +217,7 @@ pub(super) fn resolve_virtuals(
                 return Err(bad(sg, format!("virtual var {name:?}: backing {backing:?} is not a scratch region")));
             }
         };
-        if let Some(v) = vars.get_mut(&id) {
+        if let Some(v) = vars.get_mut(id) {
             v.kind = VarKind::Virtual { backing: b.unwrap_or(IMPLICIT_SCRATCHPAD), offset: off };
             v.place = place;
         }
@@ -214,15 +229,16 @@ pub(super) fn resolve_virtuals(
 pub(super) fn descriptors(
     sg: &Subgraph,
     e: Engine,
-    vars: &BTreeMap<u32, KbinVar>,
+    ids: &VarIds<'_>,
+    vars: &VarTable,
     queues: &[String],
 ) -> Result<Vec<RelativeDescriptor>, LoadError> {
     let Some(j) = sg.engines.iter().find(|s| s.engine == e).and_then(|s| s.json.as_ref()) else {
         return Ok(Vec::new());
     };
     let var = |name: &str, off: u64, size: u64, i: usize| -> Result<u32, LoadError> {
-        let id = sg.def.var.get(name).map(|v| v.var_id).ok_or_else(|| bad(sg, format!("dma[{i}]: no var {name:?}")))?;
-        let v = vars.get(&id).ok_or_else(|| bad(sg, format!("dma[{i}]: var {name:?} is not in the table")))?;
+        let id = ids.get(name).copied().ok_or_else(|| bad(sg, format!("dma[{i}]: no var {name:?}")))?;
+        let v = vars.get(id).ok_or_else(|| bad(sg, format!("dma[{i}]: var {name:?} is not in the table")))?;
         if v.place == Place::NotInHbm || off.checked_add(size).is_none_or(|end| end > v.size) {
             return Err(bad(sg, format!("{} dma[{i}]: [{off}, +{size}) is not inside HBM var {name:?}", e.key())));
         }
@@ -253,7 +269,7 @@ pub(super) fn decode_stream(
     sg: &Subgraph,
     e: Engine,
     stream: &[u8],
-    vars: &BTreeMap<u32, KbinVar>,
+    vars: &VarTable,
     queues: &[String],
     ndesc: usize,
 ) -> Result<(Vec<Record>, u64), LoadError> {
@@ -278,8 +294,8 @@ pub(super) fn decode_stream(
 }
 
 /// The var a compiler-form operand names, if the operand lies inside it and it is in HBM.
-pub fn operand_in_var(vars: &BTreeMap<u32, KbinVar>, op: Operand) -> Result<&KbinVar, String> {
-    let v = vars.get(&op.a).ok_or_else(|| format!("var_id {} is not a variable", op.a))?;
+pub fn operand_in_var(vars: &VarTable, op: Operand) -> Result<&KbinVar, String> {
+    let v = vars.get(op.a).ok_or_else(|| format!("var_id {} is not a variable", op.a))?;
     if v.place == Place::NotInHbm {
         return Err(format!("var {:?} ({}) is not in HBM", v.name, v.var_type));
     }

@@ -39,6 +39,7 @@ pub mod runtime;
 pub mod stage;
 pub mod testkit;
 pub mod trace;
+pub mod var_table;
 
 /// The TNC cache crate, re-exported so a simulator steps the same [`tnc::TncState`] the loader uses.
 pub use lncsim_tnc as tnc;

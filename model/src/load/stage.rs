@@ -214,11 +214,14 @@ fn build<D: Device + ?Sized>(
     // io_init_mr_to_name_map / mr_pointer_init_pointer_vars: every HBM var
     // inside its allocation, before anything is copied.
     let pa_of = |v: &KbinVar| var_pa(v, carve.pa, ctx.shared);
-    let mut homes: BTreeMap<u32, u64> = BTreeMap::new();
-    for (&id, v) in &kbin.vars {
+    // The image is indexed by var_id (the simulator's layout); gaps are not in HBM.
+    // var_table bounds the ids, so this is a small multiple of the table.
+    let n = kbin.vars.max_id().map_or(0, |m| m as usize + 1);
+    let mut homes: Vec<Option<u64>> = vec![None; n];
+    for (id, v) in kbin.vars.iter() {
         if let Some((region, off)) = var_home(v, carve, ctx.shared) {
             let pa = inside(kbin, region, off, v.size, &|| format!("var {:?} (id {id})", v.name))?;
-            homes.insert(id, pa);
+            homes[id as usize] = Some(pa);
         } else if v.place != Place::NotInHbm {
             return Err(LoadError::invalid(
                 Stage::S4Stage,
@@ -239,13 +242,10 @@ fn build<D: Device + ?Sized>(
         let ring_pa = inside(kbin, carve, e.ring_off, ring_len, &|| format!("the {} DMA ring", e.engine.key()))?;
         engine_pas.push((pa, len, ring_pa));
     }
-    // The image is indexed by var_id (the simulator's layout); gaps are not in HBM.
-    // var_table bounds the ids, so this is a small multiple of the table.
-    let n = kbin.vars.last_key_value().map_or(0, |(&m, _)| m as usize + 1);
     let vars: Vec<VarImage> = (0..n as u32)
-        .map(|id| match kbin.vars.get(&id) {
+        .map(|id| match kbin.vars.get(id) {
             Some(v) => {
-                let pa = homes.get(&id).copied();
+                let pa = homes[id as usize];
                 VarImage {
                     name: v.name.clone(),
                     kind: v.kind.clone(),
@@ -267,7 +267,7 @@ fn build<D: Device + ?Sized>(
     let queues = kbin.queues.clone();
     // drs_create_data_refill_rings: the weights, each inside its var.
     let mut weights = 0;
-    for (&id, v) in &kbin.vars {
+    for (id, v) in kbin.vars.iter() {
         if let Some(data) = v.data.as_deref().filter(|d| !d.is_empty()) {
             let (Some((region, off)), true) = (var_home(v, carve, ctx.shared), data.len() as u64 <= v.size) else {
                 return Err(LoadError::invalid(
@@ -305,7 +305,9 @@ fn build<D: Device + ?Sized>(
                 relocated +=
                     t.records.iter().filter(|r| r.flags & crate::codegen::record::FLAG_RELOCATED != 0).count() as u64;
                 patches.extend(t.patches);
-                (t.records.iter().flat_map(|r| r.encode()).collect::<Vec<u8>>(), t.operand_vars)
+                let mut bytes = Vec::with_capacity(t.records.len().saturating_mul(RECORD_SIZE));
+                t.records.iter().for_each(|r| bytes.extend_from_slice(&r.encode()));
+                (bytes, t.operand_vars)
             }
             None => (e.stream.clone(), vec![[None; 3]; e.device_records as usize]),
         };
@@ -332,13 +334,14 @@ fn build<D: Device + ?Sized>(
     let mut descriptors = 0;
     for (e, &(_, _, ring_pa)) in kbin.engines.iter().zip(&engine_pas) {
         let mut base = |id: u32| -> Result<u64, String> {
-            kbin.vars.get(&id).and_then(pa_of).ok_or_else(|| format!("var_id {id} has no address"))
+            kbin.vars.get(id).and_then(pa_of).ok_or_else(|| format!("var_id {id} has no address"))
         };
         let ring = imcpy_load_vring(&e.dma, &mut base)
             .map_err(|m| LoadError::invalid(Stage::S5Register, format!("{} {} {m}", kbin.name, e.engine.key())))?;
         if !ring.is_empty() {
             marks::hit("load.s5.dma_ring_relocated");
-            let bytes: Vec<u8> = ring.iter().flat_map(|d| d.encode()).collect();
+            let mut bytes = Vec::with_capacity(ring.len().saturating_mul(DESCRIPTOR_SIZE));
+            ring.iter().for_each(|d| bytes.extend_from_slice(&d.encode()));
             // The ring was checked for the descriptor count; the encoding is that many descriptors.
             if bytes.len() as u64 != (e.dma.len() as u64).saturating_mul(DESCRIPTOR_SIZE as u64) {
                 return Err(LoadError::invalid(

@@ -223,9 +223,13 @@ fn subgraph(m: &MemberTable, nn: &str, name: &str, def_member: &str) -> Result<S
 }
 
 /// var_ids are unique; `file` variables name an existing member; `virtual`
-/// variables name an existing backing variable when they name one.
+/// variables name an existing backing variable when they name one. O(n) in
+/// vars (ids in a hash index) plus O(log n) per distinct backing in a row.
 fn check_vars(m: &MemberTable, def: &DefJson, def_member: &str, dir: &str) -> Result<(), NeffError> {
-    let mut ids = std::collections::BTreeMap::new();
+    // A hash index (looked up only, never iterated): O(n) for the whole table.
+    let mut ids = std::collections::HashMap::with_capacity(def.var.len());
+    // Views name few distinct backings: the last one found is not looked up again.
+    let mut known_backing: Option<&str> = None;
     for (name, v) in &def.var {
         if let Some(other) = ids.insert(v.var_id, name) {
             return Err(bad(def_member, format!("var_id {} used by both {other:?} and {name:?}", v.var_id)));
@@ -241,10 +245,13 @@ fn check_vars(m: &MemberTable, def: &DefJson, def_member: &str, dir: &str) -> Re
                 }
             }
             VarType::Virtual => {
-                if let Some(b) = &v.backing_variable
-                    && !def.var.contains_key(b)
+                if let Some(b) = v.backing_variable.as_deref()
+                    && known_backing != Some(b)
                 {
-                    return Err(bad(def_member, format!("virtual var {name:?}: unknown backing variable {b:?}")));
+                    if !def.var.contains_key(b) {
+                        return Err(bad(def_member, format!("virtual var {name:?}: unknown backing variable {b:?}")));
+                    }
+                    known_backing = Some(b);
                 }
             }
             VarType::Other(ref t) => {
@@ -255,4 +262,45 @@ fn check_vars(m: &MemberTable, def: &DefJson, def_member: &str, dir: &str) -> Re
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::neff::manifest::BulkMap;
+
+    fn def(text: &str) -> DefJson {
+        parse_json("d", text.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn repeated_var_ids_and_unknown_backings_are_refused_after_known_ones() {
+        let m = MemberTable::new();
+        let d = def(r#"{"var":{"a":{"type":"tmp-buf","var_id":1},"b":{"type":"tmp-buf","var_id":1}}}"#);
+        let e = check_vars(&m, &d, "sg00/def.json", "sg00/").unwrap_err().to_string();
+        assert!(e.contains(r#"var_id 1 used by both "a" and "b""#), "{e}");
+        let views = |last: &str| {
+            def(&format!(
+                r#"{{"var":{{"s":{{"type":"tmp-buf","var_id":0}},
+                "v1":{{"type":"virtual","var_id":1,"backing_variable":"s"}},
+                "v2":{{"type":"virtual","var_id":2,"backing_variable":"s"}},
+                "v3":{{"type":"virtual","var_id":3,"backing_variable":"{last}"}}}}}}"#
+            ))
+        };
+        assert!(check_vars(&m, &views("s"), "sg00/def.json", "sg00/").is_ok());
+        let e = check_vars(&m, &views("t"), "sg00/def.json", "sg00/").unwrap_err().to_string();
+        assert!(e.contains(r#"virtual var "v3": unknown backing variable "t""#), "{e}");
+    }
+
+    #[test]
+    fn a_bulk_map_is_the_ordered_map_a_repeated_key_keeping_its_last_value() {
+        let text = br#"{"b":1,"a":2,"c":3,"a":4}"#;
+        let bulk: BulkMap<u32> = parse_json("m", text).unwrap();
+        let plain: std::collections::BTreeMap<String, u32> = parse_json("m", text).unwrap();
+        assert_eq!(bulk.0, plain);
+        assert_eq!(bulk.0.get("a"), Some(&4));
+        assert_eq!(bulk.0.keys().map(String::as_str).collect::<Vec<_>>(), ["a", "b", "c"]);
+        assert!(parse_json::<BulkMap<u32>>("m", b"[1]").is_err());
+        assert!(parse_json::<BulkMap<u32>>("m", br#"{"a":"x"}"#).is_err());
+    }
 }

@@ -155,7 +155,9 @@ pub fn members(name: &str, lnc_size: u32, codes: &[CoreCode]) -> Result<MemberTa
                 extra: BTreeMap::new(),
             };
             files.insert(format!("{sg}/{stem}.json"), to_json(&ej));
-            files.insert(format!("{sg}/{stem}.bin"), e.records.iter().flat_map(|r| r.encode()).collect());
+            let mut stream = Vec::with_capacity(e.records.len().saturating_mul(crate::codegen::record::RECORD_SIZE));
+            e.records.iter().for_each(|r| stream.extend_from_slice(&r.encode()));
+            files.insert(format!("{sg}/{stem}.bin"), stream);
         }
         let mut tmap = BTreeMap::new();
         for v in &code.vars {
@@ -206,7 +208,9 @@ type Weights = BTreeMap<String, (String, u64, u64)>;
 
 fn def_json(code: &CoreCode, lnc_size: u32) -> (DefJson, Weights) {
     let mut weights = Weights::new();
-    let mut var = BTreeMap::new();
+    // Collected, then built in bulk (one sort, no per-var tree insert); a
+    // repeated name keeps its last var, as `insert` would.
+    let mut var = Vec::with_capacity(code.vars.len());
     for (id, v) in code.vars.iter().enumerate() {
         let mut d = Var {
             var_type: VarType::Input,
@@ -238,8 +242,9 @@ fn def_json(code: &CoreCode, lnc_size: u32) -> (DefJson, Weights) {
                 d.backing_variable_off = Some(*offset);
             }
         }
-        var.insert(v.name.clone(), d);
+        var.push((v.name.clone(), d));
     }
+    let var: BTreeMap<String, Var> = var.into_iter().collect();
     let mut next_sem = code.semaphores;
     let dma_queue = code
         .queues
@@ -318,7 +323,11 @@ fn neff_json(io: &BTreeMap<String, (&'static str, u64)>) -> Value {
 
 fn to_json<T: serde::Serialize>(v: &T) -> Vec<u8> {
     // Serialising our own maps and strings cannot fail.
-    serde_json::to_vec_pretty(v).unwrap_or_default()
+    let mut out = Vec::with_capacity(4096);
+    match serde_json::to_writer_pretty(&mut out, v) {
+        Ok(()) => out,
+        Err(_) => Vec::new(),
+    }
 }
 
 /// A UUID from the seed and the member table (names and bytes).

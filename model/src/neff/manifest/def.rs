@@ -9,7 +9,7 @@ use super::Extra;
 use super::engine::Engine;
 
 /// A subgraph definition.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DefJson {
     /// Variables by name (the loader's mem_ref source).
     #[serde(default)]
@@ -150,7 +150,7 @@ impl fmt::Display for VarType {
 }
 
 /// One variable of `def.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Var {
     /// The variable's type.
     #[serde(rename = "type")]
@@ -180,7 +180,7 @@ pub struct Var {
 }
 
 /// One DMA queue of `def.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DmaQueue {
     /// Queue type (`dynamic`, ...).
     #[serde(rename = "type")]
@@ -198,4 +198,83 @@ pub struct DmaQueue {
     /// Other keys (`dynamic_dma`, ...).
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+deserialize_with_extra!(DefJson {
+    required: [],
+    default: [
+        pe = "pe",
+        act = "act",
+        dve = "dve",
+        pool = "pool",
+        sp = "sp",
+        pe_instr = "pe_instr",
+        act_instr = "act_instr",
+        dve_instr = "dve_instr",
+        pool_instr = "pool_instr",
+        sp_instr = "sp_instr",
+        version = "version",
+    ],
+    bulk: [var = "var", dma_queue = "dma_queue"]
+});
+
+deserialize_with_extra!(Var {
+    required: [var_type = "type", var_id = "var_id"],
+    default: [
+        size = "size",
+        alignment = "alignment",
+        file_name = "file_name",
+        backing_variable = "backing_variable",
+        backing_variable_off = "backing_variable_off",
+    ]
+});
+
+deserialize_with_extra!(DmaQueue {
+    required: [queue_type = "type", num_queues = "num_queues", owner = "owner"],
+    default: [semaphore_set = "semaphore_set", fabric_path = "fabric_path"]
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::neff::manifest::parse_json;
+
+    #[test]
+    fn a_var_keeps_unknown_keys_defaults_absent_ones_and_refuses_repeats_and_gaps() {
+        let v: Var = parse_json("d", br#"{"type":"tmp-buf","var_id":3,"vnc_shared":true,"ops":[1]}"#).unwrap();
+        assert_eq!(
+            (v.var_type.clone(), v.var_id, v.size, v.backing_variable.clone()),
+            (VarType::TmpBuf, 3, None, None)
+        );
+        assert_eq!(v.extra.get("vnc_shared"), Some(&serde_json::json!(true)));
+        assert_eq!(v.extra.get("ops"), Some(&serde_json::json!([1])));
+        let twice = parse_json::<Var>("d", br#"{"type":"input","var_id":1,"var_id":2}"#).unwrap_err().to_string();
+        assert!(twice.contains("duplicate field `var_id`"), "{twice}");
+        let missing = parse_json::<Var>("d", br#"{"type":"input"}"#).unwrap_err().to_string();
+        assert!(missing.contains("missing field `var_id`"), "{missing}");
+        let typed = parse_json::<Var>("d", br#"{"type":"input","var_id":"x"}"#).unwrap_err().to_string();
+        assert!(typed.contains("invalid type"), "{typed}");
+        assert!(parse_json::<Var>("d", b"[1, 2]").is_err());
+    }
+
+    #[test]
+    fn a_def_json_round_trips_through_its_serializer() {
+        let text =
+            br#"{"var":{"a":{"type":"virtual","var_id":0,"size":8,"backing_variable":"b","backing_variable_off":4},
+            "b":{"type":"tmp-buf","var_id":1,"size":64,"alignment":64}},
+            "dma_queue":{"q":{"type":"dynamic","num_queues":1,"owner":"sp","semaphore_set":[2],"queue_index":0}},
+            "pe":"PE.json","sp_instr":"SP.bin","version":"0.6","name":"definition"}"#;
+        let d: DefJson = parse_json("d", text).unwrap();
+        assert_eq!(d.var["a"].backing_variable_off, Some(4));
+        assert_eq!(d.var["b"].alignment, Some(64));
+        assert_eq!(d.dma_queue["q"].semaphore_set, vec![2]);
+        assert_eq!(d.dma_queue["q"].extra.get("queue_index"), Some(&serde_json::json!(0)));
+        assert_eq!((d.pe.as_deref(), d.act.as_deref(), d.sp_instr.as_deref()), (Some("PE.json"), None, Some("SP.bin")));
+        assert_eq!(d.extra.get("name"), Some(&serde_json::json!("definition")));
+        let again: DefJson = parse_json("d", &serde_json::to_vec(&d).unwrap()).unwrap();
+        assert_eq!(again, d);
+        let no_owner = br#"{"dma_queue":{"q":{"type":"dynamic","num_queues":1}}}"#;
+        let e = parse_json::<DefJson>("d", no_owner).unwrap_err().to_string();
+        assert!(e.contains("missing field `owner`"), "{e}");
+    }
 }

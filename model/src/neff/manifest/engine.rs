@@ -1,6 +1,6 @@
 //! The five engines and their `sgNN/<Engine>.json` descriptions.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::Extra;
 
@@ -35,7 +35,7 @@ impl Engine {
 }
 
 /// `sgNN/<Engine>.json`: an engine's instruction file and DMA descriptors.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EngineJson {
     /// DMA descriptors this engine issues.
     #[serde(default)]
@@ -55,7 +55,7 @@ pub struct EngineJson {
 /// on `queue`. Addresses are relative (variable name + offset); the loader
 /// makes them absolute (seed 002, S5 `imcpy_load_vring`). Choice: the real
 /// NEFF at hand has only empty `dma` lists, so this flat shape is ours.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DmaDesc {
     /// The def.json queue name.
     pub queue: String,
@@ -75,3 +75,10 @@ pub struct DmaDesc {
     #[serde(flatten)]
     pub extra: Extra,
 }
+
+deserialize_with_extra!(EngineJson { required: [], default: [dma = "dma", instr = "instr", name = "name"] });
+
+deserialize_with_extra!(DmaDesc {
+    required: [queue = "queue", from = "from", to = "to", size = "size"],
+    default: [from_off = "from_off", to_off = "to_off"]
+});

@@ -6,6 +6,92 @@
 //! the keys it does not name in `extra` (so nothing unknown is ever fatal and
 //! a re-serialisation loses nothing).
 
+/// `Deserialize` for a manifest struct whose unnamed keys go to `extra`:
+/// what `#[serde(flatten)]` does, without buffering the whole object (and,
+/// for `def.json`, every var inside it) as `serde::__private::de::Content`
+/// first, which cost one allocation per key and value twice over. Same
+/// rules: a named key twice is an error, a required one missing is an error,
+/// a defaulted one missing takes `Default`, other keys (the last of a
+/// repeated one) are kept in `extra`, and only a JSON object is accepted.
+/// O(keys) per object.
+macro_rules! deserialize_with_extra {
+    ($ty:ident { required: [$($rf:ident = $rk:literal),* $(,)?], default: [$($df:ident = $dk:literal),* $(,)?] $(, bulk: [$($bf:ident = $bk:literal),* $(,)?])? }) => {
+        impl<'de> serde::Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> serde::de::Visitor<'de> for V {
+                    type Value = $ty;
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str(concat!("struct ", stringify!($ty)))
+                    }
+                    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<$ty, A::Error> {
+                        $(let mut $rf = None;)*
+                        $(let mut $df = None;)*
+                        $($(let mut $bf = None;)*)?
+                        let mut extra = $crate::neff::manifest::Extra::new();
+                        while let Some(key) = map.next_key::<String>()? {
+                            match key.as_str() {
+                                $($rk => {
+                                    if $rf.is_some() {
+                                        return Err(serde::de::Error::duplicate_field($rk));
+                                    }
+                                    $rf = Some(map.next_value()?);
+                                })*
+                                $($dk => {
+                                    if $df.is_some() {
+                                        return Err(serde::de::Error::duplicate_field($dk));
+                                    }
+                                    $df = Some(map.next_value()?);
+                                })*
+                                $($($bk => {
+                                    if $bf.is_some() {
+                                        return Err(serde::de::Error::duplicate_field($bk));
+                                    }
+                                    $bf = Some(map.next_value::<$crate::neff::manifest::BulkMap<_>>()?.0);
+                                })*)?
+                                _ => {
+                                    let v: serde_json::Value = map.next_value()?;
+                                    extra.insert(key, v);
+                                }
+                            }
+                        }
+                        $(let $rf = $rf.ok_or_else(|| serde::de::Error::missing_field($rk))?;)*
+                        Ok($ty { $($rf,)* $($df: $df.unwrap_or_default(),)* $($($bf: $bf.unwrap_or_default(),)*)? extra })
+                    }
+                }
+                d.deserialize_map(V)
+            }
+        }
+    };
+}
+
+/// A JSON object read into a `BTreeMap` by one bulk build (`from_iter` on
+/// the entries, a sort that is linear on the sorted keys writers emit)
+/// instead of one root-to-leaf insert per key. Same result as the map's own
+/// `Deserialize`: a repeated key keeps its last value. O(n log n), O(n) when sorted.
+pub(crate) struct BulkMap<V>(pub BTreeMap<String, V>);
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for BulkMap<V> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Vis<V>(std::marker::PhantomData<V>);
+        impl<'de, V: Deserialize<'de>> serde::de::Visitor<'de> for Vis<V> {
+            type Value = BulkMap<V>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<BulkMap<V>, A::Error> {
+                // The hint comes from the input: capped, so it never sizes a large allocation.
+                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(4096));
+                while let Some(e) = map.next_entry::<String, V>()? {
+                    entries.push(e);
+                }
+                Ok(BulkMap(entries.into_iter().collect()))
+            }
+        }
+        d.deserialize_map(Vis(std::marker::PhantomData))
+    }
+}
+
 mod def;
 mod engine;
 
