@@ -15,7 +15,7 @@ pub mod ir;
 pub mod link;
 pub mod load;
 pub mod marks;
-mod namehash;
+pub mod namehash;
 pub mod neff;
 pub mod pipeline;
 pub mod program;

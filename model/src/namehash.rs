@@ -15,14 +15,14 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// A name -> value table hashed with [`NameHasher`]: for lookups only (never
 /// iterate it into a result). Exact: keys are compared in full, so a hash
 /// collision costs time, never a wrong answer.
-pub(crate) type NameMap<'a, V> = HashMap<&'a str, V, BuildHasherDefault<NameHasher>>;
+pub type NameMap<'a, V> = HashMap<&'a str, V, BuildHasherDefault<NameHasher>>;
 
 /// A set of names hashed with [`NameHasher`], for membership tests only.
-pub(crate) type NameSet<'a> = HashSet<&'a str, BuildHasherDefault<NameHasher>>;
+pub type NameSet<'a> = HashSet<&'a str, BuildHasherDefault<NameHasher>>;
 
 /// Hashes a `u64` that already is a hash.
 #[derive(Default)]
-pub(crate) struct IdentityHasher(u64);
+pub struct IdentityHasher(u64);
 
 impl Hasher for IdentityHasher {
     fn write(&mut self, bytes: &[u8]) {
@@ -51,7 +51,7 @@ const MUL: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// A folded-multiply hash over 8-byte words: deterministic, fast on short
 /// names, with no structured collisions between names that differ in a digit.
-pub(crate) struct NameHasher(u64);
+pub struct NameHasher(u64);
 
 impl Default for NameHasher {
     fn default() -> Self {
@@ -87,7 +87,7 @@ impl Hasher for NameHasher {
 }
 
 /// The 64-bit [`NameHasher`] hash of one name.
-pub(crate) fn hash_name(name: &str) -> u64 {
+pub fn hash_name(name: &str) -> u64 {
     let mut h = NameHasher::default();
     h.write(name.as_bytes());
     h.finish()

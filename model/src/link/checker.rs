@@ -34,7 +34,7 @@
 //! first, so messages come out in a fixed order. No per-instruction
 //! allocation on a valid module.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::ir::*;
@@ -91,10 +91,40 @@ impl fmt::Display for LinkViolation {
 }
 
 /// The identity of an input tensor: an external name, or (producer core, name).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, Eq, PartialOrd, Ord)]
 enum Key<'a> {
     Ext(&'a str),
     Local(u32, &'a str),
+}
+
+/// The derived equality (names compared in full), with a fast path for one
+/// name seen twice (a view's key borrows its producer's name): no byte read.
+impl PartialEq for Key<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        let same = |a: &str, b: &str| std::ptr::eq(a, b) || a == b;
+        match (self, other) {
+            (Key::Ext(a), Key::Ext(b)) => same(a, b),
+            (Key::Local(c, a), Key::Local(d, b)) => c == d && same(a, b),
+            _ => false,
+        }
+    }
+}
+
+/// The derived hash's fields: the variant, then its core and name.
+impl std::hash::Hash for Key<'_> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        match self {
+            Key::Ext(n) => {
+                h.write_u8(0);
+                n.hash(h);
+            }
+            Key::Local(c, n) => {
+                h.write_u8(1);
+                c.hash(h);
+                n.hash(h);
+            }
+        }
+    }
 }
 
 /// Tensor -> the linked locations its accesses use, ascending (looked up; sorted before it is reported).
@@ -173,16 +203,20 @@ struct Ck<'a> {
     loc_map: LocMap,
     /// Input tensor -> the linked locations its accesses use (one, when linked right).
     by_key: KeyMap<'a>,
-    /// Per input core: location name -> id (the last of a repeated name).
-    names: BTreeMap<u32, NameMap<'a, MemLocId>>,
+    /// Per input core, per location: a view's target on its producer core
+    /// (the last location of that name there), [`NONE`] when the location is
+    /// no view, the target is missing or is a view itself. Resolved once: each
+    /// view is looked up by name once, however many checks ask for its tensor.
+    targets: BTreeMap<u32, Vec<MemLocId>>,
     /// Linked location name -> id (the last of a repeated name).
     linked_names: NameMap<'a, MemLocId>,
     /// Per core with a linked function: its instruction names.
     core_names: BTreeMap<u32, CoreNames<'a>>,
     /// Linked location -> the locations with a must-alias to it.
-    must_alias_in: BTreeMap<MemLocId, Vec<MemLocId>>,
-    /// (core, linked location) written by that core's linked function.
-    written: BTreeSet<(u32, MemLocId)>,
+    /// (linked location, a location with a must-alias to it), sorted by the first.
+    must_alias_in: Vec<(MemLocId, MemLocId)>,
+    /// Per core: a bit per linked location written by that core's linked function.
+    written: BTreeMap<u32, Vec<u64>>,
 }
 
 /// Checks `linked` against the `inputs` it was linked from; returns every violation (empty: pass).
@@ -193,20 +227,41 @@ pub fn check_link(inputs: &[Module], linked: &Module) -> Vec<LinkViolation> {
         out: Vec::new(),
         loc_map: LocMap::new(),
         by_key: KeyMap::default(),
-        names: BTreeMap::new(),
+        targets: BTreeMap::new(),
         linked_names: NameMap::default(),
         core_names: BTreeMap::new(),
-        must_alias_in: BTreeMap::new(),
-        written: BTreeSet::new(),
+        must_alias_in: Vec::new(),
+        written: BTreeMap::new(),
     };
+    // Per input core: location name -> id (the last of a repeated name).
+    let mut names: BTreeMap<u32, NameMap<'_, MemLocId>> = BTreeMap::new();
     for m in inputs {
         let c = m.attrs.neuron_core_id.unwrap_or(0);
         ck.inputs.insert(c, m);
         ck.loc_map.rows.insert(c, vec![NONE; m.memlocs.len()]);
         let mut idx = NameMap::with_capacity_and_hasher(m.memlocs.len(), Default::default());
         idx.extend(m.memlocs.iter().enumerate().map(|(i, l)| (l.name.as_str(), MemLocId::from_index(i))));
-        ck.names.insert(c, idx);
+        names.insert(c, idx);
     }
+    for (&c, m) in &ck.inputs {
+        let row = m
+            .memlocs
+            .iter()
+            .map(|l| {
+                let Some(r) = &l.remote_local_target else { return NONE };
+                let t = names.get(&r.core).and_then(|n| n.get(r.name.as_str())).copied();
+                let is_view = |t: MemLocId| {
+                    ck.inputs
+                        .get(&r.core)
+                        .and_then(|m| m.memlocs.get(t.index()))
+                        .is_none_or(|l| l.remote_local_target.is_some())
+                };
+                t.filter(|&t| !is_view(t)).unwrap_or(NONE)
+            })
+            .collect();
+        ck.targets.insert(c, row);
+    }
+    drop(names);
     if !ck.indices() {
         return ck.out;
     }
@@ -215,12 +270,19 @@ pub fn check_link(inputs: &[Module], linked: &Module) -> Vec<LinkViolation> {
         let id = MemLocId::from_index(i);
         ck.linked_names.insert(l.name.as_str(), id);
         for a in l.aliases.iter().filter(|a| a.kind == AliasKind::Must) {
-            ck.must_alias_in.entry(a.target).or_default().push(id);
+            ck.must_alias_in.push((a.target, id));
         }
     }
+    // Stable: a target's aliasing locations stay in ascending order.
+    ck.must_alias_in.sort_by_key(|e| e.0);
     for f in &linked.functions {
         if let Some(c) = f.attrs.neuron_core_id {
-            ck.written.extend(f.insts.iter().filter_map(|i| i.write().map(|w| (c, w.loc))));
+            let bits = ck.written.entry(c).or_insert_with(|| vec![0u64; linked.memlocs.len().div_ceil(64)]);
+            for w in f.insts.iter().filter_map(Inst::write) {
+                if let Some(word) = bits.get_mut(w.loc.index() / 64) {
+                    *word |= 1 << (w.loc.index() % 64);
+                }
+            }
         }
     }
     if let Err(e) = linked.verify() {
@@ -262,6 +324,17 @@ pub fn check_linked(inputs: &[Module], linked: &crate::link::Linked) -> Vec<Link
 impl<'a> Ck<'a> {
     fn bad(&mut self, kind: ViolationKind, msg: String) {
         self.out.push(LinkViolation { kind, msg });
+    }
+
+    /// The locations with a must-alias to linked location `t`, ascending.
+    fn must_aliases_to(&self, t: MemLocId) -> impl Iterator<Item = MemLocId> + '_ {
+        let from = self.must_alias_in.partition_point(|e| e.0 < t);
+        self.must_alias_in[from..].iter().take_while(move |e| e.0 == t).map(|e| e.1)
+    }
+
+    /// Whether core `c`'s linked function writes linked location `l`.
+    fn writes(&self, c: u32, l: MemLocId) -> bool {
+        self.written.get(&c).and_then(|b| b.get(l.index() / 64)).is_some_and(|w| w >> (l.index() % 64) & 1 == 1)
     }
 
     fn input_fn(&self, c: u32) -> Option<&'a Function> {

@@ -8,11 +8,13 @@
 //! is [`LinkError::DefMismatch`], since the dispatcher could not name one
 //! function per core.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, HashMap};
+use std::hash::BuildHasherDefault;
 
 use super::LinkError;
 use crate::ir::{Module, Op};
 use crate::marks;
+use crate::namehash::NameHasher;
 use crate::split::artifact_dir;
 
 /// One module definition (the seed's ModuleDefInfo entry).
@@ -72,29 +74,58 @@ pub fn run_module_def_passes(modules: &[Module]) -> Result<(), LinkError> {
 
 /// Every barrier group: one participant list agreed by every arrival, and
 /// every participant arrives exactly once (so the group completes after linking).
+/// Cost: O(B + G log G) expected for B barrier arrivals in G groups (a hash
+/// table of group ids, a bit per core below 64), plus a scan of the arrivals
+/// from cores 64 and up at their group.
 fn check_barrier_groups(modules: &[Module]) -> Result<(), LinkError> {
-    let mut groups: BTreeMap<u32, (Vec<u32>, BTreeSet<u32>)> = BTreeMap::new();
+    /// One group: its first arrival's participants, and who arrived (a mask for cores below 64, a list above).
+    struct Group<'m> {
+        participants: &'m [u32],
+        low: u64,
+        high: Vec<u32>,
+    }
+    // Group id -> its entry (first-seen order); looked up only, never iterated.
+    let mut index: HashMap<u32, usize, BuildHasherDefault<NameHasher>> = HashMap::default();
+    let mut groups: Vec<(u32, Group<'_>)> = Vec::new();
     for m in modules {
         let core = m.attrs.neuron_core_id.unwrap_or(0);
         for inst in m.functions.iter().flat_map(|f| &f.insts) {
             let Op::CoreBarrier(b) = &inst.op else { continue };
             let bad = |why: String| LinkError::BarrierGroup { group: b.group, why };
-            let e = groups.entry(b.group).or_insert_with(|| (b.participants.clone(), BTreeSet::new()));
-            if e.0 != b.participants {
+            let k = *index.entry(b.group).or_insert_with(|| {
+                groups.push((b.group, Group { participants: &b.participants, low: 0, high: Vec::new() }));
+                groups.len() - 1
+            });
+            let e = &mut groups[k].1;
+            if e.participants != b.participants.as_slice() {
                 return Err(bad(format!(
                     "core {core} arrives with participants {:?}, another with {:?}",
-                    b.participants, e.0
+                    b.participants, e.participants
                 )));
             }
-            if !e.1.insert(core) {
+            let first = if core < 64 {
+                let bit = 1u64 << core;
+                let fresh = e.low & bit == 0;
+                e.low |= bit;
+                fresh
+            } else if e.high.contains(&core) {
+                false
+            } else {
+                e.high.push(core);
+                true
+            };
+            if !first {
                 return Err(bad(format!("core {core} arrives twice")));
             }
         }
     }
-    for (group, (participants, arrived)) in groups {
-        if let Some(c) = participants.iter().find(|c| !arrived.contains(c)) {
+    // The first incomplete group by id.
+    groups.sort_unstable_by_key(|g| g.0);
+    for (group, g) in &groups {
+        let arrived = |c: u32| if c < 64 { g.low >> c & 1 == 1 } else { g.high.contains(&c) };
+        if let Some(c) = g.participants.iter().find(|&&c| !arrived(c)) {
             marks::hit("link.barrier.incomplete_group");
-            return Err(LinkError::BarrierGroup { group, why: format!("participant core {c} never arrives") });
+            return Err(LinkError::BarrierGroup { group: *group, why: format!("participant core {c} never arrives") });
         }
     }
     Ok(())

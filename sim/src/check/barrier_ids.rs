@@ -7,11 +7,14 @@
 //! back to its core's barrier by (core, instruction name). It reads the
 //! modules only, never the linker's renumbering.
 //!
-//! Cost: O(B log B) for B barriers over all modules (one ordered map).
+//! Cost: O(B) expected for B barriers over all modules: one name table per
+//! input core (the project's fixed [`NameMap`] hash, exact, looked up only,
+//! never iterated); the report follows the linked module's order.
 
 use std::collections::BTreeMap;
 
 use lncsim_model::ir::{CoreBarrier, Module, Op};
+use lncsim_model::namehash::NameMap;
 
 /// What the check saw: barriers compared, and how many of them were unflagged before linking.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,15 +25,18 @@ pub struct BarrierIds {
     pub unflagged: usize,
 }
 
-/// Every barrier of `per_core` (before linking) by (core, name).
-fn before(per_core: &[Module]) -> BTreeMap<(u32, &str), &CoreBarrier> {
-    let mut out = BTreeMap::new();
+/// Every barrier of `per_core` (before linking): per core, by name (the first of a repeated name).
+fn before(per_core: &[Module]) -> BTreeMap<u32, NameMap<'_, &CoreBarrier>> {
+    let mut out: BTreeMap<u32, NameMap<'_, &CoreBarrier>> = BTreeMap::new();
     for (k, m) in per_core.iter().enumerate() {
         let core = m.attrs.neuron_core_id.unwrap_or(k as u32);
+        let t = out.entry(core).or_default();
+        // Sized once (no rehash, which would read every name again): at most one entry per instruction.
+        t.reserve(m.functions.iter().map(|f| f.insts.len()).sum());
         for f in &m.functions {
             for i in &f.insts {
                 if let Op::CoreBarrier(b) = &i.op {
-                    out.entry((core, i.name.as_str())).or_insert(b);
+                    t.entry(i.name.as_str()).or_insert(b);
                 }
             }
         }
@@ -49,7 +55,7 @@ pub fn check_barrier_ids(per_core: &[Module], linked: &Module) -> Result<Barrier
             let Some(i) = f.insts.get(id.index()) else { continue };
             let Op::CoreBarrier(b) = &i.op else { continue };
             seen.barriers += 1;
-            let orig = f.attrs.neuron_core_id.or(i.core).and_then(|c| input.get(&(c, i.name.as_str())));
+            let orig = f.attrs.neuron_core_id.or(i.core).and_then(|c| input.get(&c)?.get(i.name.as_str()).copied());
             match orig {
                 Some(a) if !a.flagged => {
                     seen.unflagged += 1;

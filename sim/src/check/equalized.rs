@@ -6,12 +6,18 @@
 //! simulator sees only physical addresses, so this is where partition and
 //! bank are judged. It reads the modules' locations only, never the sync pass.
 //!
-//! Cost: O(L) expected for L locations over all modules (two hash tables,
-//! looked up only, never iterated: the report follows the modules' order).
+//! Cost: O(V + L) expected for V views and L locations over all modules
+//! and the program. The views' targets are gathered first (a name table per
+//! target core, one table of target names), so each of the L locations is
+//! then only looked up, in a table no larger than the views, never inserted.
+//! The tables use the project's fixed [`NameMap`] hash (exact: keys compared
+//! in full), are looked up only, never iterated; the report follows the
+//! modules' order.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use lncsim_model::ir::{MemoryLocation, Module};
+use lncsim_model::namehash::NameMap;
 
 type Place = (Option<u64>, u32, u32);
 
@@ -24,24 +30,67 @@ fn show((address, partition, bank): Place) -> String {
     format!("(address {a}, partition {partition}, bank {bank})")
 }
 
-/// The number of views compared (0: nothing to check), or every disagreement, one line each.
-pub fn check_equalized(program: &Module, per_core: &[Module]) -> Result<usize, Vec<String>> {
-    let declared: HashMap<&str, &MemoryLocation> = program.memlocs.iter().rev().map(|l| (l.name.as_str(), l)).collect();
-    let mut by_core: HashMap<(u32, &str), &MemoryLocation> =
-        HashMap::with_capacity(per_core.iter().map(|m| m.memlocs.len()).sum());
-    for (k, m) in per_core.iter().enumerate() {
-        let core = m.attrs.neuron_core_id.unwrap_or(k as u32);
-        for l in m.memlocs.iter().rev() {
-            by_core.insert((core, l.name.as_str()), l);
+/// `name`'s slot in `table`, a new one (pushed on `slots`) when it has none.
+fn slot<'a, T>(table: &mut NameMap<'a, usize>, name: &'a str, slots: &mut Vec<Option<T>>) -> usize {
+    *table.entry(name).or_insert_with(|| {
+        slots.push(None);
+        slots.len() - 1
+    })
+}
+
+/// Fills the empty slot of every location of `locs` whose name `table` holds (the first such location wins).
+fn fill<'a>(table: &NameMap<'_, usize>, locs: &'a [MemoryLocation], slots: &mut [Option<&'a MemoryLocation>]) {
+    if table.is_empty() {
+        return;
+    }
+    for l in locs {
+        if let Some(&s) = table.get(l.name.as_str())
+            && let Some(v) = slots.get_mut(s)
+            && v.is_none()
+        {
+            *v = Some(l);
         }
     }
-    let (mut views, mut errs) = (0usize, Vec::new());
+}
+
+/// The number of views compared (0: nothing to check), or every disagreement, one line each.
+pub fn check_equalized(program: &Module, per_core: &[Module]) -> Result<usize, Vec<String>> {
+    let core_of = |k: usize, m: &Module| m.attrs.neuron_core_id.unwrap_or(k as u32);
+    // Every view's target (core, name), counted per core so each table is sized once (a rehash reads every name again).
+    let wanted: Vec<(u32, &str)> = per_core
+        .iter()
+        .flat_map(|m| &m.memlocs)
+        .filter_map(|l| l.remote_local_target.as_ref().map(|r| (r.core, r.name.as_str())))
+        .collect();
+    let mut per_target: BTreeMap<u32, usize> = BTreeMap::new();
+    for &(c, _) in &wanted {
+        *per_target.entry(c).or_default() += 1;
+    }
+    let mut targets: BTreeMap<u32, NameMap<'_, usize>> =
+        per_target.into_iter().map(|(c, n)| (c, NameMap::with_capacity_and_hasher(n, Default::default()))).collect();
+    // (target core, name) -> an owner slot; name -> a declaration slot.
+    let mut target_names: NameMap<'_, usize> = NameMap::default();
+    target_names.reserve(wanted.len());
+    let (mut owners, mut declared) = (Vec::with_capacity(wanted.len()), Vec::with_capacity(wanted.len()));
+    let mut views: Vec<(usize, usize)> = Vec::with_capacity(wanted.len());
+    for &(c, name) in &wanted {
+        let owner = slot(targets.entry(c).or_default(), name, &mut owners);
+        views.push((owner, slot(&mut target_names, name, &mut declared)));
+    }
     for (k, m) in per_core.iter().enumerate() {
-        let core = m.attrs.neuron_core_id.unwrap_or(k as u32);
+        if let Some(t) = targets.get(&core_of(k, m)) {
+            fill(t, &m.memlocs, &mut owners);
+        }
+    }
+    fill(&target_names, &program.memlocs, &mut declared);
+    let mut errs = Vec::new();
+    let mut next = views.iter();
+    for (k, m) in per_core.iter().enumerate() {
+        let core = core_of(k, m);
         for l in &m.memlocs {
             let Some(r) = &l.remote_local_target else { continue };
-            views += 1;
-            let Some(owner) = by_core.get(&(r.core, r.name.as_str())) else {
+            let Some(&(o, d)) = next.next() else { continue };
+            let Some(owner) = owners.get(o).copied().flatten() else {
                 errs.push(format!(
                     "core {core}: view `{}` names `{}` on core {}, which holds no such tensor",
                     l.name, r.name, r.core
@@ -58,7 +107,7 @@ pub fn check_equalized(program: &Module, per_core: &[Module]) -> Result<usize, V
                     show(place(owner))
                 ));
             }
-            if let Some(d) = declared.get(r.name.as_str())
+            if let Some(d) = declared.get(d).copied().flatten()
                 && (d.partition, d.bank) != (owner.partition, owner.bank)
             {
                 errs.push(format!(
@@ -69,7 +118,7 @@ pub fn check_equalized(program: &Module, per_core: &[Module]) -> Result<usize, V
         }
     }
     errs.dedup();
-    if errs.is_empty() { Ok(views) } else { Err(errs) }
+    if errs.is_empty() { Ok(views.len()) } else { Err(errs) }
 }
 
 #[cfg(test)]

@@ -21,6 +21,38 @@ fn renamed_as_documented(tensor: &str, linked: &str) -> bool {
     digits(core) && k.is_none_or(|k| digits(k) && k.parse::<u64>().is_ok_and(|k| k >= 2))
 }
 
+/// Whether `linked` starts with `<name>.nc<core>` (no allocation).
+fn starts_with_rename(linked: &str, name: &str, core: u32) -> bool {
+    let Some(mut rest) = linked.strip_prefix(name).and_then(|r| r.strip_prefix(".nc")) else { return false };
+    // The decimal digits of `core`, most significant first.
+    let mut digits = [0u8; 10];
+    let (mut n, mut k) = (core, digits.len());
+    loop {
+        k -= 1;
+        digits[k] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[k..] {
+        match rest.as_bytes().first() {
+            Some(&b) if b == d => rest = &rest[1..],
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The tensor a location that is no view stands for.
+fn own_key(c: u32, l: &MemoryLocation) -> Key<'_> {
+    if matches!(l.usage, Usage::Input | Usage::Weight | Usage::Output) {
+        Key::Ext(l.name.as_str())
+    } else {
+        Key::Local(c, l.name.as_str())
+    }
+}
+
 impl<'a> Ck<'a> {
     /// The tensor an input location stands for (a view: its producer's tensor).
     pub(super) fn key_of(&self, c: u32, id: MemLocId) -> Option<Key<'a>> {
@@ -28,15 +60,17 @@ impl<'a> Ck<'a> {
         let l = m.memlocs.get(id.index())?;
         match &l.remote_local_target {
             Some(r) => {
-                let t = *self.names.get(&r.core)?.get(r.name.as_str())?;
-                if self.inputs[&r.core].memlocs[t.index()].remote_local_target.is_some() {
-                    return None;
-                }
-                self.key_of(r.core, t)
+                let t = self.target_of(c, id)?;
+                let tl = self.inputs.get(&r.core)?.memlocs.get(t.index())?;
+                Some(own_key(r.core, tl))
             }
-            None if matches!(l.usage, Usage::Input | Usage::Weight | Usage::Output) => Some(Key::Ext(l.name.as_str())),
-            None => Some(Key::Local(c, l.name.as_str())),
+            None => Some(own_key(c, l)),
         }
+    }
+
+    /// A view's target on its producer core, when it exists and is no view itself ([`Ck::targets`]).
+    pub(super) fn target_of(&self, c: u32, id: MemLocId) -> Option<MemLocId> {
+        self.targets.get(&c)?.get(id.index()).copied().filter(|&t| t != super::NONE)
     }
 
     fn input_loc(&self, c: u32, id: MemLocId) -> Option<&MemoryLocation> {
@@ -50,6 +84,8 @@ impl<'a> Ck<'a> {
         let mut conflicting: BTreeSet<MemLocId> = BTreeSet::new();
         let pairs = self.loc_map.entries();
         let mut keyed: Vec<(MemLocId, Key<'a>)> = Vec::with_capacity(pairs.len());
+        // Sized once: a rehash would read every name again.
+        self.by_key.reserve(pairs.len());
         for &((c, il), ll) in &pairs {
             let Some(key) = self.key_of(c, il) else {
                 self.bad(ViolationKind::Location, format!("core {c}: location {} has no resolvable tensor", il.0));
@@ -187,12 +223,9 @@ impl<'a> Ck<'a> {
         for (&c, m) in &self.inputs {
             for (vi, v) in m.memlocs.iter().enumerate() {
                 let Some(r) = &v.remote_local_target else { continue };
-                let target = self
-                    .names
-                    .get(&r.core)
-                    .and_then(|n| n.get(r.name.as_str()))
-                    .map(|t| &self.inputs[&r.core].memlocs[t.index()]);
-                let (Some(t), Some(key)) = (target, self.key_of(c, MemLocId::from_index(vi))) else {
+                let id = MemLocId::from_index(vi);
+                let target = self.target_of(c, id).and_then(|t| self.input_loc(r.core, t));
+                let (Some(t), Some(key)) = (target, self.key_of(c, id)) else {
                     errs.push((ViolationKind::Shared, format!("view `{}` of core {c} has no target", v.name)));
                     continue;
                 };
@@ -222,18 +255,15 @@ impl<'a> Ck<'a> {
                     );
                     errs.push((ViolationKind::Shared, msg));
                 }
-                let renamed = format!("{}.nc{c}", v.name);
-                let has_alias = self.must_alias_in.get(&unified).is_some_and(|srcs| {
-                    srcs.iter().any(|s| {
-                        let n = &self.linked.memlocs[s.index()].name;
-                        *s != unified && (*n == v.name || n.starts_with(&renamed))
-                    })
+                let has_alias = self.must_aliases_to(unified).any(|s| {
+                    let n = &self.linked.memlocs[s.index()].name;
+                    s != unified && (*n == v.name || starts_with_rename(n, &v.name, c))
                 });
                 if !has_alias {
                     let msg = format!("view `{}` of core {c} lost its must-alias to `{}`", v.name, u.name);
                     errs.push((ViolationKind::Alias, msg));
                 }
-                let producer_writes = funcs.contains_key(&r.core) && self.written.contains(&(r.core, unified));
+                let producer_writes = funcs.contains_key(&r.core) && self.writes(r.core, unified);
                 if r.core == c || !producer_writes {
                     let msg = format!(
                         "alias of `{}` does not join a write on core {} to a reader on core {c}",
@@ -254,6 +284,9 @@ impl<'a> Ck<'a> {
             Key<'a>,
             std::hash::BuildHasherDefault<crate::namehash::NameHasher>,
         > = Default::default();
+        // Sized once: a rehash would read every name again.
+        targets
+            .reserve(self.inputs.values().flat_map(|m| &m.memlocs).filter(|l| l.remote_local_target.is_some()).count());
         for (&c, m) in &self.inputs {
             for (i, l) in m.memlocs.iter().enumerate() {
                 if l.remote_local_target.is_some()
@@ -274,13 +307,14 @@ impl<'a> Ck<'a> {
         // (tensor, linked location, message), sorted by the first two (stable: a pair's two messages keep their order).
         let mut errs: Vec<(&Key<'a>, MemLocId, String)> = Vec::new();
         for (k, ls) in &self.by_key {
+            let target = targets.contains(k);
             for &l in ls {
                 let loc = &self.linked.memlocs[l.index()];
-                if targets.contains(k) && loc.usage == Usage::Output {
+                if target && loc.usage == Usage::Output {
                     errs.push((k, l, format!("intermediate `{}` is still an external output", loc.name)));
                 }
                 if matches!(k, Key::Ext(_))
-                    && !targets.contains(k)
+                    && !target
                     && loc.usage != Usage::Output
                     && was_output.get(l.index()).copied().unwrap_or(false)
                 {
@@ -330,7 +364,21 @@ impl<'a> Ck<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::renamed_as_documented;
+    use super::{renamed_as_documented, starts_with_rename};
+
+    #[test]
+    fn the_rename_prefix_is_name_dot_nc_core() {
+        for c in [0u32, 7, 10, 123, u32::MAX] {
+            assert!(starts_with_rename(&format!("v.nc{c}"), "v", c));
+            assert!(starts_with_rename(&format!("v.nc{c}.2"), "v", c));
+            assert!(starts_with_rename(&format!("v.nc{c}9"), "v", c), "a prefix, as `starts_with` was");
+            assert!(!starts_with_rename(&format!("v.nc{}", c / 10), "v", c) || c < 10 && c == c / 10);
+            assert!(!starts_with_rename(&format!("w.nc{c}"), "v", c));
+        }
+        assert!(!starts_with_rename("v.nc", "v", 0));
+        assert!(!starts_with_rename("v.n0", "v", 0));
+        assert!(!starts_with_rename("v", "v", 0));
+    }
 
     #[test]
     fn only_the_name_or_the_collision_rename_stands_for_a_tensor() {
