@@ -150,9 +150,24 @@ fn bench_flow_prints_stages_growth_and_targets() {
         "(target <= 120 s): PASS",
         "(target <= 8192 MiB): PASS",
         "result PASS",
+        "run 1 of 3, each stage as it finishes:",
+        "run 3 of 3: end to end",
+        "median of 3 runs",
     ] {
         assert!(s.contains(needle), "no `{needle}` in:\n{s}");
     }
+    // The figures printed as the medians are the ones the growth is judged on.
+    let larger = s.split("size 200 x 2 cores:").nth(1).expect("the larger size");
+    let medians = larger.split("median of 3 runs").nth(1).expect("its medians");
+    let cpu_of = |line: &str| -> String {
+        let ms: Vec<&str> = line.split_whitespace().collect();
+        ms[ms.len() - 5].to_string()
+    };
+    let median_line = medians.lines().find(|l| l.trim_start().starts_with("split + allocate")).expect("a median line");
+    let growth = s.split("20 -> 200 instructions per core:").nth(1).expect("the growth table");
+    let growth_line = growth.lines().find(|l| l.trim_start().starts_with("split + allocate")).expect("a growth line");
+    let judged = growth_line.split("->").nth(1).and_then(|r| r.split_whitespace().next()).expect("the larger figure");
+    assert_eq!(cpu_of(median_line), judged, "median line `{median_line}` vs growth line `{growth_line}`");
     assert_eq!(lncsim(&["bench", "flow", "--sizes", "200,20"]).status.code(), Some(1), "sizes must ascend");
     assert_eq!(lncsim(&["bench", "flow", "--sizes", "300000"]).status.code(), Some(2), "bounded sizes");
 }

@@ -133,14 +133,19 @@ fn one_run(cfg: &RunConfig, live: bool, resets: &mut bool) -> Run {
         *resets &= reset_hwm();
         let item = Item { name: label(&p), ms: micros as f64 / 1e3, cpu_ms, peak };
         if live {
-            let cpu = item.cpu_ms.map_or_else(|| "?".to_string(), |c| format!("{c:.1}"));
-            println!("    {:<48} {:>10.1} ms  {:>10} ms CPU  {:>8} MiB", item.name, item.ms, cpu, mib(item.peak));
+            print_item(&item);
         }
         items.push(item);
         // The bookkeeping above is not the next stage's.
         mark = ThreadTime::try_now().ok();
     });
     Run { items, total_ms: t0.elapsed().as_secs_f64() * 1e3, report }
+}
+
+/// One stage's line: wall ms, on-CPU ms, peak RSS.
+fn print_item(item: &Item) {
+    let cpu = item.cpu_ms.map_or_else(|| "?".to_string(), |c| format!("{c:.1}"));
+    println!("    {:<48} {:>10.1} ms  {:>10} ms CPU  {:>8} MiB", item.name, item.ms, cpu, mib(item.peak));
 }
 
 fn mib(b: Option<u64>) -> String {
@@ -167,8 +172,14 @@ fn measure(a: &BenchFlowArgs, size: u32, resets: &mut bool) -> Result<SizeFigure
         RunConfig { source: Source::Generated(g, None), ..RunConfig::generated(a.seed, a.cores, SizeClass::Small) };
     println!("size {size} x {} cores:", a.cores);
     let mut runs = Vec::new();
+    if a.reps > 1 {
+        println!("  run 1 of {}, each stage as it finishes:", a.reps);
+    }
     for rep in 0..a.reps {
         let r = one_run(&cfg, rep == 0, resets);
+        if rep > 0 {
+            println!("  run {} of {}: end to end {:.1} ms", rep + 1, a.reps, r.total_ms);
+        }
         if !r.report.passed() {
             return Err(CliError::CheckFailed(format!(
                 "the {size}-instruction run failed: {}; replay: {}",
@@ -194,6 +205,10 @@ fn measure(a: &BenchFlowArgs, size: u32, resets: &mut bool) -> Result<SizeFigure
             peak: runs.iter().filter_map(|r| r.items.get(i)?.peak).max(),
         })
         .collect::<Vec<_>>();
+    if a.reps > 1 {
+        println!("  median of {} runs (peak RSS: the largest):", a.reps);
+        items.iter().for_each(print_item);
+    }
     let peak = items.iter().filter_map(|i| i.peak).max();
     let total_ms = median(runs.iter().map(|r| r.total_ms).collect());
     let instructions = first.report.instructions;
