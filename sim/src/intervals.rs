@@ -101,6 +101,7 @@ mod tests {
         assert_eq!(m.overlapping(15, 35).collect::<Vec<_>>(), vec![(10, 20, 1), (30, 40, 2)]);
         assert_eq!(m.overlapping(20, 30).count(), 0, "half-open ends");
         assert_eq!(m.overlapping(5, 5).count(), 0, "an empty range overlaps nothing");
+        assert_eq!(m.overlapping(15, 15).count(), 0, "not even inside an interval");
         m.assign(15, 35, 3);
         assert_eq!(all(&m), vec![(10, 15, 1), (15, 35, 3), (35, 40, 2)]);
         m.assign(16, 17, 4);
