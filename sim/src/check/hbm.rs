@@ -26,7 +26,8 @@ pub struct DeviceFootprint {
     pub tensors: usize,
 }
 
-/// Length of the union of half-open ranges.
+/// Length of the union of half-open ranges. Written again on purpose: the
+/// model's `dram::shared` has its own, and this check judges that figure.
 fn union_len(mut r: Vec<(u64, u64)>) -> u64 {
     r.sort_unstable();
     let (mut total, mut reach) = (0u64, 0u64);
