@@ -13,7 +13,7 @@ use std::fmt;
 
 use lncsim_tnc::{CacheState, TncPath, TncSnapshot, Uuid};
 
-use super::scenario::LoaderOutcome;
+use super::outcome::LoaderOutcome;
 
 /// A TNC check that failed.
 #[derive(Clone, Debug, PartialEq, Eq)]

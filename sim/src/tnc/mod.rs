@@ -13,7 +13,9 @@
 //! event left: a liveness failure.
 
 pub mod check;
+mod outcome;
 mod scenario;
 
 pub use check::TncViolation;
-pub use scenario::{LoaderOutcome, LoaderSpec, TncReport, TncScenario};
+pub use outcome::LoaderOutcome;
+pub use scenario::{LoaderSpec, TncReport, TncScenario};

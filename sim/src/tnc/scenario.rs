@@ -4,11 +4,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use lncsim_model::marks;
-use lncsim_tnc::{CreatorToken, Enter, Holder, Resume, Role, TncBug, TncPath, TncSnapshot, TncState, Uuid, WaitTicket};
+use lncsim_tnc::{CreatorToken, Enter, Holder, Resume, TncBug, TncPath, TncSnapshot, TncState, Uuid, WaitTicket};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::check::{self, TncViolation};
+use super::outcome::LoaderOutcome;
 use crate::queue::{EventKind, EventQueue, Time};
 use crate::trace::TraceHasher;
 
@@ -34,23 +35,6 @@ pub struct TncScenario {
     pub bug: Option<TncBug>,
     /// Most steps before the run is cut off.
     pub steps_max: u64,
-}
-
-/// What one loader did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LoaderOutcome {
-    /// Its UUID.
-    pub uuid: Uuid,
-    /// The seed branches it took, in order.
-    pub paths: Vec<TncPath>,
-    /// Its final role (`None` while it still waits).
-    pub role: Option<Role>,
-    /// Its own parse failed.
-    pub parse_failed: bool,
-    /// The slot generation it entered (for a waiter: the creator it waited for).
-    pub generation: u64,
-    /// When it finished; `None` if it never did.
-    pub finished_at: Option<Time>,
 }
 
 /// The outcome of a scenario.
