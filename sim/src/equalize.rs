@@ -13,12 +13,12 @@
 
 use std::collections::BTreeMap;
 
-use crate::program::CoreInfo;
 use crate::vars::VarTable;
 use crate::violation::Violation;
 
-/// One `Unequal` per var that disagrees with the first core's var of the same shared tensor.
-pub(crate) fn unequal_vars(vars: &VarTable, cores: &[CoreInfo]) -> Vec<Violation> {
+/// One `Unequal` per var that disagrees with the first core's var of the same shared tensor;
+/// `core_id` names the core of a var's core index.
+pub(crate) fn unequal_vars(vars: &VarTable, core_id: impl Fn(u32) -> u32) -> Vec<Violation> {
     let mut first: BTreeMap<u32, usize> = BTreeMap::new();
     let mut out = Vec::new();
     for (g, v) in vars.vars.iter().enumerate() {
@@ -28,11 +28,10 @@ pub(crate) fn unequal_vars(vars: &VarTable, cores: &[CoreInfo]) -> Vec<Violation
         let f = *first.entry(v.owner).or_insert(g);
         let fv = &vars.vars[f];
         if fv.pa != v.pa || (v.shared && fv.size != v.size) {
-            let core = |ix: u32| cores.get(ix as usize).map_or(ix, |c| c.core);
             out.push(Violation::Unequal {
                 name: v.name.clone(),
-                first: (core(fv.core_ix), fv.pa, fv.size),
-                other: (core(v.core_ix), v.pa, v.size),
+                first: (core_id(fv.core_ix), fv.pa, fv.size),
+                other: (core_id(v.core_ix), v.pa, v.size),
             });
         }
     }

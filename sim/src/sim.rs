@@ -108,7 +108,7 @@ impl Simulation {
         });
         let mut violations = Vec::new();
         if config.checks.equalization {
-            violations = unequal_vars(&p.vars, &p.cores);
+            violations = unequal_vars(&p.vars, |ix| p.cores.get(ix as usize).map_or(ix, |c| c.core));
             if !violations.is_empty() {
                 lncsim_model::marks::hit("sim.equalize.unequal_var");
             }
