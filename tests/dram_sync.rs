@@ -146,6 +146,23 @@ fn a_marked_shared_location_without_a_remote_target_is_a_typed_error() {
 }
 
 #[test]
+fn the_first_error_in_module_order_wins_whatever_its_kind() {
+    // Core 0's view u_in0 has no target (found by name only after the scan), and
+    // core 1's t_in1 has no remote target (found during the scan): core 0's error comes first.
+    let mut ms = allocated();
+    loc_mut(&mut ms[1], "u").name = "renamed".into();
+    loc_mut(&mut ms[1], "t_in1").remote_local_target = None;
+    let before = ms.clone();
+    let err = sync_shared_allocations(&mut ms).unwrap_err();
+    assert_eq!(err, SyncError::MissingTarget { core: 0, view: "u_in0".into(), name: "u".into(), target: 1 });
+    assert_eq!(ms, before);
+    // With core 0's view fixed, core 1's error is the one reported.
+    loc_mut(&mut ms[1], "renamed").name = "u".into();
+    let err = sync_shared_allocations(&mut ms).unwrap_err();
+    assert_eq!(err, SyncError::NoRemoteTarget { core: 1, view: "t_in1".into() });
+}
+
+#[test]
 fn the_core_count_attribute_not_the_module_count_decides_single_core() {
     let mut ms = allocated();
     for m in &mut ms {

@@ -23,10 +23,11 @@
 //! core (outputs are written once and read by the host); an unbound
 //! instruction is on core 0 only when `lnc_size == 1`.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
 use crate::ir::*;
 use crate::marks;
+use crate::namehash::NameSet;
 
 /// Why a program cannot be split.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -131,7 +132,20 @@ pub fn split(program: &Module) -> Result<Vec<Module>, SplitError> {
         }
     }
     let names = program.memlocs.iter().map(|l| l.name.as_str()).collect();
-    let analysis = Analysis { cores, owner, consumers, dependents, names };
+    // Barrier arrivals per core: one per instruction with cross-core dependents, on each participant.
+    let mut arrivals = vec![0usize; lnc as usize];
+    for (p, deps) in dependents.iter().enumerate() {
+        if deps.is_empty() {
+            continue;
+        }
+        let here = cores[p];
+        for &c in deps.iter().chain((!deps.contains(&here)).then_some(&here)) {
+            if let Some(n) = arrivals.get_mut(c as usize) {
+                *n += 1;
+            }
+        }
+    }
+    let analysis = Analysis { cores, owner, consumers, dependents, names, arrivals };
     (0..lnc).map(|c| CoreSplit::new(program, func, &analysis, c).build()).collect()
 }
 
@@ -169,7 +183,9 @@ struct Analysis<'p> {
     /// The cores that depend on each instruction from another core, sorted, by instruction index.
     dependents: Vec<Vec<u32>>,
     /// Every program location's name (a view's name must not be one of them; lookups only).
-    names: HashSet<&'p str>,
+    names: NameSet<'p>,
+    /// Barrier arrivals per core (sizes each core's instruction arena up front).
+    arrivals: Vec<usize>,
 }
 
 /// The state of building one core's module.
@@ -197,9 +213,10 @@ impl<'a> CoreSplit<'a> {
         self.locations()?;
         self.queues();
         let mut f = Function { name: self.func.name.clone(), ..Function::default() };
-        // This core's instructions, plus at most one barrier arrival per program instruction.
+        // This core's instructions plus its barrier arrivals, counted first so
+        // the arena is allocated once (no regrowth copies of a large Vec).
         let mine = self.a.cores.iter().filter(|&&c| c == self.core).count();
-        f.insts.reserve(mine);
+        f.insts.reserve_exact(mine + self.a.arrivals.get(self.core as usize).copied().unwrap_or(0));
         f.blocks.reserve(self.func.blocks.len());
         f.args = self.func.args.iter().filter_map(|a| self.locs[a.index()]).collect();
         // Program inst -> this core's inst; producer -> this core's barrier arrival (by program index).
@@ -209,7 +226,8 @@ impl<'a> CoreSplit<'a> {
         let mut slot = 0u32;
         for b in &self.func.blocks {
             let block = BlockId::from_index(f.blocks.len());
-            let here_count = b.insts.iter().filter(|p| self.a.cores[p.index()] == self.core).count();
+            let here_count = b.insts.iter().filter(|p| self.a.cores[p.index()] == self.core).count()
+                + b.insts.iter().filter(|p| self.arrives(p.index())).count();
             f.blocks.push(Block { name: b.name.clone(), insts: Vec::with_capacity(here_count) });
             for &pid in &b.insts {
                 let pinst = &self.func.insts[pid.index()];
@@ -220,9 +238,10 @@ impl<'a> CoreSplit<'a> {
                 }
                 let deps = &self.a.dependents[pid.index()];
                 if !deps.is_empty() {
-                    let mut participants = deps.clone();
-                    insert_sorted(&mut participants, here);
-                    if participants.contains(&self.core) {
+                    if here == self.core || deps.binary_search(&self.core).is_ok() {
+                        let mut participants = Vec::with_capacity(deps.len() + 1);
+                        participants.extend_from_slice(deps);
+                        insert_sorted(&mut participants, here);
                         let mut cb = Inst::new(
                             format!("cb{group}"),
                             Engine::Sp,
@@ -241,6 +260,14 @@ impl<'a> CoreSplit<'a> {
         }
         self.m.functions.push(f);
         Ok(self.m)
+    }
+
+    /// Whether this core has a barrier arrival at program instruction `p`:
+    /// `p` has cross-core dependents and this core is `p`'s or one of them.
+    fn arrives(&self, p: usize) -> bool {
+        self.a.dependents.get(p).is_some_and(|d| {
+            !d.is_empty() && (self.a.cores.get(p) == Some(&self.core) || d.binary_search(&self.core).is_ok())
+        })
     }
 
     /// This core's copy of `pinst`: locations remapped, same-core deps kept,
@@ -321,6 +348,7 @@ impl<'a> CoreSplit<'a> {
                 inst.read_slice().iter().chain(inst.write_ref()).for_each(|a| touched[a.loc.index()] = true);
             }
         }
+        self.m.memlocs.reserve_exact(touched.iter().filter(|&&t| t).count());
         for (i, l) in self.program.memlocs.iter().enumerate() {
             if !touched[i] {
                 continue;

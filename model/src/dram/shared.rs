@@ -26,15 +26,15 @@
 //! its first def to the end of the producer's function: all of them meet at
 //! the last instruction, so shared tensors never reuse each other's addresses.
 
-use std::collections::BTreeSet;
-
 use super::allocate::{
-    AllocReport, DramError, DramOptions, MSG_SUCCESS, Space, account, early_exit, place, unaddressed_in, write_back,
+    AllocReport, DramError, DramOptions, MSG_SUCCESS, Space, account, early_exit, in_mask, mask, place, unaddressed_in,
+    write_back,
 };
 use super::config::{AllocConfig, Order};
-use super::liveness::{IrProblem, build_problem};
+use super::liveness::{IrProblem, build_problem_touched, touched};
 use super::problem::{DRAM_PAGE, LiveInterval, high_water_mark, round_up};
 use crate::ir::{MemLocId, MemoryLocation, Module, Usage};
+use crate::namehash::NameMap;
 
 /// `bir::MemoryLocation::setIsSharedPostDRAMAlloc(true)`: the only place that sets the mark.
 pub fn set_is_shared_post_dram_alloc(loc: &mut MemoryLocation) {
@@ -63,14 +63,16 @@ pub fn compact_core_cap_mib(modules: &[Module], opts: &DramOptions) -> Result<u6
     let mut need = DRAM_PAGE;
     for m in modules {
         for fi in 0..m.functions.len() {
-            let owned: BTreeSet<MemLocId> = unaddressed_in(m, fi, Space::Shared)
+            let touched = touched(&m.functions[fi]);
+            let owned: Vec<MemLocId> = unaddressed_in(m, &touched, Space::Shared)
                 .into_iter()
                 .filter(|&id| m.loc(id).remote_local_target.is_none())
                 .collect();
             if owned.is_empty() {
                 continue;
             }
-            let mut ir = build_problem(m, &m.functions[fi], |id| owned.contains(&id));
+            let owned = mask(m, &owned);
+            let mut ir = build_problem_touched(m, &m.functions[fi], &touched, |id| in_mask(&owned, id));
             extend_shared_lifetimes(&mut ir);
             let config = AllocConfig {
                 page: DRAM_PAGE,
@@ -117,13 +119,14 @@ pub fn allocate_shared_function(m: &mut Module, fi: usize, opts: &DramOptions) -
     report.base = base;
     report.region_ceiling = cap;
     // FIRST SCAN: unaddressed shared locations, owned or views.
-    let unaddressed = unaddressed_in(m, fi, space);
+    let touched = touched(&m.functions[fi]);
+    let unaddressed = unaddressed_in(m, &touched, space);
     if unaddressed.is_empty() {
         early_exit(m, fi, &mut report);
         return Ok(report);
     }
     // SHARED MARKING: every shared location the function touches (views too: sync reads the mark).
-    for id in super::liveness::touched(&m.functions[fi]) {
+    for &id in &touched {
         if let Some(l) = m.memlocs.get_mut(id.index())
             && space.holds(l)
         {
@@ -137,7 +140,6 @@ pub fn allocate_shared_function(m: &mut Module, fi: usize, opts: &DramOptions) -
         report.remote_views = views.len();
         report.messages.push(skip_message(core));
     }
-    let owned: BTreeSet<MemLocId> = owned.into_iter().collect();
     if owned.is_empty() {
         m.functions[fi].attrs.dram_alloc_ok = Some(true);
         return Ok(report);
@@ -154,8 +156,9 @@ pub fn allocate_shared_function(m: &mut Module, fi: usize, opts: &DramOptions) -
             .filter_map(|l| in_slab(l).map(|a| (l.name.as_str(), a, l.byte_size(), DRAM_PAGE))),
     )
     .map_err(|err| DramError::Alloc { func: m.functions[fi].name.clone(), space, err })?;
+    let owned = mask(m, &owned);
     account(m, space, &owned, &mut report);
-    let mut ir = build_problem(m, &m.functions[fi], |id| owned.contains(&id));
+    let mut ir = build_problem_touched(m, &m.functions[fi], &touched, |id| in_mask(&owned, id));
     extend_shared_lifetimes(&mut ir);
     let config = AllocConfig {
         page: DRAM_PAGE,
@@ -274,49 +277,92 @@ pub struct Synced {
 ///    allocated" ([`SyncError::UnallocatedTarget`]), checked before the copy.
 ///    The owner is never modified.
 ///
-/// All updates are computed first: on error no module is changed. Cost:
-/// O(L log L) in locations over all modules (one name index per module).
+/// All updates are computed first: on error no module is changed; the error
+/// is the first one in (module, location) order. Cost: O(L + V) expected for
+/// L locations over all modules and V views: the views' target names go into
+/// one small table per target module ([`NameMap`], looked up only), then each
+/// target module's locations are scanned once against it (the last location
+/// of a name wins, as a full name index would give), with no table of all L
+/// names.
 pub fn sync_shared_allocations(modules: &mut [Module]) -> Result<Vec<Synced>, SyncError> {
     if modules.first().is_none_or(|m| m.attrs.lnc_size <= 1) {
         crate::marks::hit("dram.sync_single_core");
         return Ok(Vec::new());
     }
-    let by_name: Vec<std::collections::HashMap<&str, usize>> =
-        modules.iter().map(|m| m.memlocs.iter().enumerate().map(|(i, l)| (l.name.as_str(), i)).collect()).collect();
     let mut by_core = std::collections::BTreeMap::new();
     for (i, m) in modules.iter().enumerate() {
         if let Some(c) = m.attrs.neuron_core_id {
             by_core.entry(c).or_insert(i);
         }
     }
-    let mut updates: Vec<(usize, usize, Synced)> = Vec::new();
-    for (core, m) in modules.iter().enumerate() {
+    // The views to equalize, in order: (core, location, target module, target name,
+    // target core); the scan stops at the first error that needs no name lookup.
+    let mut wants: Vec<(usize, usize, usize, &str, u32)> = Vec::new();
+    let mut early: Option<SyncError> = None;
+    'scan: for (core, m) in modules.iter().enumerate() {
         for (li, l) in m.memlocs.iter().enumerate() {
             if l.address.is_some() || !Space::Shared.holds(l) || !l.is_shared_post_dram_alloc {
                 continue;
             }
-            let view = || l.name.clone();
-            let r = l.remote_local_target.as_ref().ok_or_else(|| SyncError::NoRemoteTarget { core, view: view() })?;
+            let Some(r) = l.remote_local_target.as_ref() else {
+                early = Some(SyncError::NoRemoteTarget { core, view: l.name.clone() });
+                break 'scan;
+            };
             let ti = by_core
                 .get(&r.core)
                 .copied()
-                .or_else(|| ((r.core as usize) < modules.len()).then_some(r.core as usize))
-                .ok_or_else(|| SyncError::MissingCore { core, view: view(), target: r.core })?;
-            let name = || r.name.clone();
-            let rl = by_name[ti]
-                .get(r.name.as_str())
-                .map(|&i| &modules[ti].memlocs[i])
-                .ok_or_else(|| SyncError::MissingTarget { core, view: view(), name: name(), target: r.core })?;
-            let address = rl.address.ok_or_else(|| SyncError::UnallocatedTarget {
-                core,
-                view: view(),
-                name: name(),
-                target: r.core,
-            })?;
-            let s = Synced { core, view: view(), address, partition: rl.partition, bank: rl.bank };
-            updates.push((core, li, s));
+                .or_else(|| ((r.core as usize) < modules.len()).then_some(r.core as usize));
+            let Some(ti) = ti else {
+                early = Some(SyncError::MissingCore { core, view: l.name.clone(), target: r.core });
+                break 'scan;
+            };
+            wants.push((core, li, ti, r.name.as_str(), r.core));
         }
     }
+    // Target name -> slot, per target module; slot -> the target's location index.
+    let mut tables: Vec<NameMap<'_, usize>> = (0..modules.len()).map(|_| NameMap::default()).collect();
+    let mut found: Vec<Option<usize>> = Vec::new();
+    let mut slots: Vec<usize> = Vec::with_capacity(wants.len());
+    for &(_, _, ti, name, _) in &wants {
+        let s = *tables[ti].entry(name).or_insert_with(|| {
+            found.push(None);
+            found.len() - 1
+        });
+        slots.push(s);
+    }
+    for (ti, t) in tables.iter().enumerate() {
+        if t.is_empty() {
+            continue;
+        }
+        for (i, l) in modules[ti].memlocs.iter().enumerate() {
+            if let Some(&s) = t.get(l.name.as_str()) {
+                found[s] = Some(i);
+            }
+        }
+    }
+    let mut updates: Vec<(usize, usize, Synced)> = Vec::with_capacity(wants.len());
+    for (&(core, li, ti, name, target), &s) in wants.iter().zip(&slots) {
+        let view = || modules[core].memlocs[li].name.clone();
+        let rl = found[s].map(|i| &modules[ti].memlocs[i]).ok_or_else(|| SyncError::MissingTarget {
+            core,
+            view: view(),
+            name: name.to_owned(),
+            target,
+        })?;
+        let address = rl.address.ok_or_else(|| SyncError::UnallocatedTarget {
+            core,
+            view: view(),
+            name: name.to_owned(),
+            target,
+        })?;
+        let s = Synced { core, view: view(), address, partition: rl.partition, bank: rl.bank };
+        updates.push((core, li, s));
+    }
+    if let Some(e) = early {
+        return Err(e);
+    }
+    drop(tables);
+    drop(wants);
     for (core, li, s) in &updates {
         let l = &mut modules[*core].memlocs[*li];
         l.address = Some(s.address);
