@@ -217,3 +217,21 @@ fn shared_bytes_are_counted_once_not_per_core() {
     assert_eq!(usage.private, vec![0, 0, 0, 0]);
     assert_eq!(usage.total, 4096);
 }
+
+#[test]
+fn the_shared_run_on_the_compact_sizings_problems_equals_a_fresh_run() {
+    use lncsim_model::dram::{allocate_shared_with, compact_core_cap_mib, compact_core_cap_with_problems};
+    use lncsim_model::program::{GenConfig, SizeClass, generate};
+    let generated = split(&generate(&GenConfig::new(5, 4, SizeClass::Medium))).unwrap();
+    for modules in [split_text(HANDOFF), generated] {
+        let (mut a, mut b) = (modules.clone(), modules);
+        let (cap, problems) = compact_core_cap_with_problems(&a, &opts()).unwrap();
+        assert_eq!(cap, compact_core_cap_mib(&b, &opts()).unwrap());
+        assert!(problems.iter().flatten().any(Option::is_some), "some core owns a shared tensor");
+        let o = DramOptions { shared_core_cap_mib: cap, ..opts() };
+        let ra: Vec<_> = a.iter_mut().zip(problems).map(|(m, p)| allocate_shared_with(m, &o, p).unwrap()).collect();
+        let rb: Vec<_> = b.iter_mut().map(|m| allocate_shared(m, &o).unwrap()).collect();
+        assert_eq!(ra, rb);
+        assert_eq!(a, b);
+    }
+}

@@ -188,6 +188,26 @@ struct Analysis<'p> {
     arrivals: Vec<usize>,
 }
 
+/// A dense map from a program index to an id of this core's module, 4 bytes
+/// a slot (stored as id + 1; 0 is "none", so the table starts as zeroed pages).
+struct Dense(Vec<u32>);
+
+impl Dense {
+    fn new(n: usize) -> Self {
+        Dense(vec![0; n])
+    }
+
+    fn get(&self, i: usize) -> Option<u32> {
+        self.0.get(i).copied().and_then(|v| v.checked_sub(1))
+    }
+
+    fn set(&mut self, i: usize, id: u32) {
+        if let Some(slot) = self.0.get_mut(i) {
+            *slot = id.saturating_add(1);
+        }
+    }
+}
+
 /// The state of building one core's module.
 struct CoreSplit<'a> {
     program: &'a Module,
@@ -195,7 +215,7 @@ struct CoreSplit<'a> {
     a: &'a Analysis<'a>,
     core: u32,
     /// Program location (by index) -> this core's location.
-    locs: Vec<Option<MemLocId>>,
+    locs: Dense,
     m: Module,
 }
 
@@ -206,7 +226,7 @@ impl<'a> CoreSplit<'a> {
             attrs: ModuleAttrs { lnc_size: program.attrs.lnc_size, neuron_core_id: Some(core) },
             ..Module::default()
         };
-        CoreSplit { program, func, a, core, locs: vec![None; program.memlocs.len()], m }
+        CoreSplit { program, func, a, core, locs: Dense::new(program.memlocs.len()), m }
     }
 
     fn build(mut self) -> Result<Module, SplitError> {
@@ -218,10 +238,10 @@ impl<'a> CoreSplit<'a> {
         let mine = self.a.cores.iter().filter(|&&c| c == self.core).count();
         f.insts.reserve_exact(mine + self.a.arrivals.get(self.core as usize).copied().unwrap_or(0));
         f.blocks.reserve(self.func.blocks.len());
-        f.args = self.func.args.iter().filter_map(|a| self.locs[a.index()]).collect();
+        f.args = self.func.args.iter().filter_map(|a| self.locs.get(a.index()).map(MemLocId)).collect();
         // Program inst -> this core's inst; producer -> this core's barrier arrival (by program index).
-        let mut insts: Vec<Option<InstId>> = vec![None; self.func.insts.len()];
-        let mut arrival: Vec<Option<InstId>> = vec![None; self.func.insts.len()];
+        let mut insts = Dense::new(self.func.insts.len());
+        let mut arrival = Dense::new(self.func.insts.len());
         let mut group = 0u32;
         let mut slot = 0u32;
         for b in &self.func.blocks {
@@ -234,7 +254,7 @@ impl<'a> CoreSplit<'a> {
                 let here = self.a.cores[pid.index()];
                 if here == self.core {
                     let inst = self.clone_inst(pinst, &insts, &arrival);
-                    insts[pid.index()] = Some(f.push_inst(block, inst));
+                    insts.set(pid.index(), f.push_inst(block, inst).0);
                 }
                 let deps = &self.a.dependents[pid.index()];
                 if !deps.is_empty() {
@@ -248,11 +268,11 @@ impl<'a> CoreSplit<'a> {
                             Op::CoreBarrier(CoreBarrier { group, participants, id: slot, flagged: true }),
                         );
                         cb.core = Some(self.core);
-                        if let Some(mine) = insts[pid.index()] {
-                            cb.deps.push(Dep { inst: mine, kind: EdgeKind::Control });
+                        if let Some(mine) = insts.get(pid.index()) {
+                            cb.deps.push(Dep { inst: InstId(mine), kind: EdgeKind::Control });
                         }
                         slot += 1;
-                        arrival[pid.index()] = Some(f.push_inst(block, cb));
+                        arrival.set(pid.index(), f.push_inst(block, cb).0);
                     }
                     group += 1;
                 }
@@ -272,9 +292,9 @@ impl<'a> CoreSplit<'a> {
 
     /// This core's copy of `pinst`: locations remapped, same-core deps kept,
     /// a control dep on this core's barrier arrival for every cross-core producer.
-    fn clone_inst(&self, pinst: &Inst, insts: &[Option<InstId>], arrival: &[Option<InstId>]) -> Inst {
+    fn clone_inst(&self, pinst: &Inst, insts: &Dense, arrival: &Dense) -> Inst {
         // Every location this core's instructions touch was mapped by `locations`.
-        let map = |a: &AccessPattern| AccessPattern { loc: self.locs[a.loc.index()].unwrap_or(a.loc), ..*a };
+        let map = |a: &AccessPattern| AccessPattern { loc: self.locs.get(a.loc.index()).map_or(a.loc, MemLocId), ..*a };
         let op = match &pinst.op {
             Op::DmaCopy { src, dst } => Op::DmaCopy { src: map(src), dst: map(dst) },
             Op::Compute { kind, srcs, dst } => {
@@ -287,8 +307,8 @@ impl<'a> CoreSplit<'a> {
         };
         let mut deps = Vec::new();
         for d in &pinst.deps {
-            if let Some(mine) = insts[d.inst.index()] {
-                deps.push(Dep { inst: mine, kind: d.kind });
+            if let Some(mine) = insts.get(d.inst.index()) {
+                deps.push(Dep { inst: InstId(mine), kind: d.kind });
             }
         }
         // Cross-core producers this instruction depends on, by data or by edge.
@@ -299,8 +319,8 @@ impl<'a> CoreSplit<'a> {
             .chain(pinst.deps.iter().map(|d| d.inst))
             .filter(|p| self.a.cores[p.index()] != self.core);
         for p in producers {
-            if let Some(cb) = arrival[p.index()] {
-                deps.push(Dep { inst: cb, kind: EdgeKind::Control });
+            if let Some(cb) = arrival.get(p.index()) {
+                deps.push(Dep { inst: InstId(cb), kind: EdgeKind::Control });
             }
         }
         deps.sort();
@@ -372,11 +392,10 @@ impl<'a> CoreSplit<'a> {
                 }
                 _ => {}
             }
-            self.locs[i] = Some(self.m.add_loc(loc));
+            self.locs.set(i, self.m.add_loc(loc).0);
         }
         for s in &self.program.sets {
-            let locs: Vec<MemLocId> =
-                s.locs.iter().filter_map(|l| self.locs.get(l.index()).copied().flatten()).collect();
+            let locs: Vec<MemLocId> = s.locs.iter().filter_map(|l| self.locs.get(l.index()).map(MemLocId)).collect();
             if !locs.is_empty() {
                 self.m.sets.push(MemoryLocationSet { name: s.name.clone(), locs });
             }

@@ -452,7 +452,15 @@ impl<'a> Targets<'a> {
         for (i, t) in modules.iter().enumerate() {
             by_core.entry(core_of(t, i)).or_insert(i);
         }
-        let mut tables: Vec<NameMap<'a, usize>> = (0..modules.len()).map(|_| NameMap::default()).collect();
+        // Sized first (a rehash would read every stored name again).
+        let mut wanted = vec![0usize; modules.len()];
+        for r in modules.iter().flat_map(|m| &m.memlocs).filter_map(|l| l.remote_local_target.as_ref()) {
+            if let Some(&ti) = by_core.get(&r.core) {
+                wanted[ti] += 1;
+            }
+        }
+        let mut tables: Vec<NameMap<'a, usize>> =
+            wanted.iter().map(|&n| NameMap::with_capacity_and_hasher(n, Default::default())).collect();
         let mut slot_loc: Vec<Option<&'a MemoryLocation>> = Vec::new();
         let mut view_slot: Vec<Option<usize>> = Vec::new();
         let mut first = Vec::with_capacity(modules.len() + 1);

@@ -60,20 +60,30 @@ pub fn slab(core: u32, cap_mib: u64) -> Result<(u64, u64), DramError> {
 /// need with no reuse plus its CC limit, rounded up to whole MiB (at least 1).
 /// Every core's slab gets this size, so slab bases stay `core * coreCap`.
 pub fn compact_core_cap_mib(modules: &[Module], opts: &DramOptions) -> Result<u64, DramError> {
+    compact_core_cap_with_problems(modules, opts).map(|(cap, _)| cap)
+}
+
+/// The shared run's problems built while sizing the compact slab, by module
+/// then function (`None`: nothing owned to place), for
+/// [`allocate_shared_with`]: each is exactly what the shared run would build
+/// for a module not changed since, so it is built once instead of twice.
+pub type SharedProblems = Vec<Vec<Option<IrProblem>>>;
+
+/// [`compact_core_cap_mib`] and the problems it built ([`SharedProblems`]).
+/// Cost: one liveness walk per function, O(n + L + k log k) each.
+pub fn compact_core_cap_with_problems(
+    modules: &[Module],
+    opts: &DramOptions,
+) -> Result<(u64, SharedProblems), DramError> {
     let mut need = DRAM_PAGE;
+    let mut problems = Vec::with_capacity(modules.len());
     for m in modules {
+        let mut per_fn = Vec::with_capacity(m.functions.len());
         for fi in 0..m.functions.len() {
-            let touched = touched(&m.functions[fi]);
-            let owned: Vec<MemLocId> = unaddressed_in(m, &touched, Space::Shared)
-                .into_iter()
-                .filter(|&id| m.loc(id).remote_local_target.is_none())
-                .collect();
-            if owned.is_empty() {
+            let Some(ir) = owned_problem(m, fi, &touched(&m.functions[fi])) else {
+                per_fn.push(None);
                 continue;
-            }
-            let owned = mask(m, &owned);
-            let mut ir = build_problem_touched(m, &m.functions[fi], &touched, |id| in_mask(&owned, id));
-            extend_shared_lifetimes(&mut ir);
+            };
             let config = AllocConfig {
                 page: DRAM_PAGE,
                 hwm: 0,
@@ -87,9 +97,27 @@ pub fn compact_core_cap_mib(modules: &[Module], opts: &DramOptions) -> Result<u6
                 err,
             })?;
             need = need.max(c);
+            per_fn.push(Some(ir));
         }
+        problems.push(per_fn);
     }
-    Ok(need.div_ceil(1 << 20))
+    Ok((need.div_ceil(1 << 20), problems))
+}
+
+/// The shared run's problem of function `fi` (its owned, unaddressed shared
+/// locations, lifetimes extended), or `None` when it owns none to place.
+fn owned_problem(m: &Module, fi: usize, touched: &[MemLocId]) -> Option<IrProblem> {
+    let owned: Vec<MemLocId> = unaddressed_in(m, touched, Space::Shared)
+        .into_iter()
+        .filter(|&id| m.loc(id).remote_local_target.is_none())
+        .collect();
+    if owned.is_empty() {
+        return None;
+    }
+    let owned = mask(m, &owned);
+    let mut ir = build_problem_touched(m, &m.functions[fi], touched, |id| in_mask(&owned, id));
+    extend_shared_lifetimes(&mut ir);
+    Some(ir)
 }
 
 /// Makes every location of `ir` live from its first def to the end of the function.
@@ -107,8 +135,34 @@ pub fn allocate_shared(m: &mut Module, opts: &DramOptions) -> Result<Vec<AllocRe
     (0..m.functions.len()).map(|fi| allocate_shared_function(m, fi, opts)).collect()
 }
 
+/// [`allocate_shared`] with the problems [`compact_core_cap_with_problems`]
+/// built for `m` (by function), so they are not built again. `m` must not have
+/// changed since they were built (the pipeline runs the two back to back).
+pub fn allocate_shared_with(
+    m: &mut Module,
+    opts: &DramOptions,
+    mut problems: Vec<Option<IrProblem>>,
+) -> Result<Vec<AllocReport>, DramError> {
+    (0..m.functions.len())
+        .map(|fi| {
+            let pre = problems.get_mut(fi).and_then(Option::take);
+            allocate_shared_function_from(m, fi, opts, pre)
+        })
+        .collect()
+}
+
 /// `DRAM_Allocator::allocate(func)` in shared mode for function `fi` of `m`.
 pub fn allocate_shared_function(m: &mut Module, fi: usize, opts: &DramOptions) -> Result<AllocReport, DramError> {
+    allocate_shared_function_from(m, fi, opts, None)
+}
+
+/// [`allocate_shared_function`], with its problem already built (`pre`) or not.
+fn allocate_shared_function_from(
+    m: &mut Module,
+    fi: usize,
+    opts: &DramOptions,
+    pre: Option<IrProblem>,
+) -> Result<AllocReport, DramError> {
     let space = Space::Shared;
     let mut report = AllocReport::new(m, fi, space);
     let core = report.core.unwrap_or(0);
@@ -158,8 +212,14 @@ pub fn allocate_shared_function(m: &mut Module, fi: usize, opts: &DramOptions) -
     .map_err(|err| DramError::Alloc { func: m.functions[fi].name.clone(), space, err })?;
     let owned = mask(m, &owned);
     account(m, space, &owned, &mut report);
-    let mut ir = build_problem_touched(m, &m.functions[fi], &touched, |id| in_mask(&owned, id));
-    extend_shared_lifetimes(&mut ir);
+    let ir = match pre {
+        Some(ir) => ir,
+        None => {
+            let mut ir = build_problem_touched(m, &m.functions[fi], &touched, |id| in_mask(&owned, id));
+            extend_shared_lifetimes(&mut ir);
+            ir
+        }
+    };
     let config = AllocConfig {
         page: DRAM_PAGE,
         hwm,
@@ -320,7 +380,13 @@ pub fn sync_shared_allocations(modules: &mut [Module]) -> Result<Vec<Synced>, Sy
         }
     }
     // Target name -> slot, per target module; slot -> the target's location index.
-    let mut tables: Vec<NameMap<'_, usize>> = (0..modules.len()).map(|_| NameMap::default()).collect();
+    // Sized first (a rehash would read every stored name again).
+    let mut wanted = vec![0usize; modules.len()];
+    for &(_, _, ti, _, _) in &wants {
+        wanted[ti] += 1;
+    }
+    let mut tables: Vec<NameMap<'_, usize>> =
+        wanted.iter().map(|&n| NameMap::with_capacity_and_hasher(n, Default::default())).collect();
     let mut found: Vec<Option<usize>> = Vec::new();
     let mut slots: Vec<usize> = Vec::with_capacity(wants.len());
     for &(_, _, ti, name, _) in &wants {

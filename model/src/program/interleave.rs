@@ -77,7 +77,15 @@ pub fn run_interleaved(modules: &[Module], inputs: &Values, seed: u64) -> Result
     }
     // The views' target names, one table per target module (looked up only), then
     // one scan of each target module's locations: the first location of a name wins.
-    let mut tables: Vec<NameMap<'_, usize>> = (0..modules.len()).map(|_| NameMap::default()).collect();
+    // Sized first (a rehash would read every stored name again).
+    let mut wanted = vec![0usize; modules.len()];
+    for r in modules.iter().flat_map(|m| &m.memlocs).filter_map(|l| l.remote_local_target.as_ref()) {
+        if let Some(n) = wanted.get_mut(r.core as usize) {
+            *n += 1;
+        }
+    }
+    let mut tables: Vec<NameMap<'_, usize>> =
+        wanted.iter().map(|&n| NameMap::with_capacity_and_hasher(n, Default::default())).collect();
     let mut target_of: Vec<Option<usize>> = Vec::new();
     let mut view_slot: Vec<Option<usize>> = Vec::new();
     for m in modules {
