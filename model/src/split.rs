@@ -16,8 +16,10 @@
 //! core numbers its own barrier slot IDs from 0, flagged for renumbering, as
 //! seed 000 §7 says each core does.
 //!
-//! Cost: O(C·(N + L)·log N) for C cores, N instructions and L locations
-//! (each core's module walks the program once; lookups are ordered maps).
+//! Cost: O(C·(N + L)) expected for C cores, N instructions and L locations
+//! (each core's module walks the program once; per-index tables are dense
+//! vectors, the view-name collision test a hash set of the program's names,
+//! and each core's arena, block lists and locations are sized before filling).
 //!
 //! Choices (documented, tested): a program output may not be read on another
 //! core (outputs are written once and read by the host); an unbound
