@@ -381,3 +381,43 @@ fn a_view_mismatch_at_99990_of_100k_views_is_the_only_violation() {
         "{v:#?}"
     );
 }
+
+/// Core 0 owns e (two pages), p and r (one page each); core 1 reads all three.
+const THREE_SHARED: &str = "\
+module o lnc 2
+loc x dram input i32[2048] @0x0
+loc e dram internal i32[2048]
+loc p dram internal i32[4]
+loc r dram internal i32[4]
+loc y dram output i32[2048] @0x2000
+loc z dram output i32[4] @0x4000
+loc w dram output i32[4] @0x5000
+
+func main
+  block entry
+    i0 = act relu x[0..2048] -> e[0..2048] core 0
+    i1 = act relu x[0..4] -> p[0..4] core 0
+    i2 = act relu x[0..4] -> r[0..4] core 0
+    i3 = act relu e[0..2048] -> y[0..2048] core 1 after i0
+    i4 = act relu p[0..4] -> z[0..4] core 1 after i1
+    i5 = act relu r[0..4] -> w[0..4] core 1 after i2
+";
+
+#[test]
+fn shared_overlaps_are_listed_in_name_order_not_address_order() {
+    let p = parse(THREE_SHARED).unwrap_or_else(|e| panic!("{e}"));
+    let mut ms = compile(&p, &opts()).unwrap().per_core;
+    assert_eq!(check(&ms), vec![]);
+    // By address: r [A, A+1p), e [A, A+2p), p [A+1p, A+2p): e meets both, p and r do not meet.
+    let a = addr(&ms[0], "e");
+    loc(&mut ms[0], "r").address = Some(a);
+    loc(&mut ms[0], "p").address = Some(a + 4096);
+    let pairs: Vec<(u32, String, u32, String)> = check(&ms)
+        .into_iter()
+        .filter_map(|v| match v {
+            IrViolation::SharedOverlap { a_core, a, b_core, b } => Some((a_core, a, b_core, b)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pairs, vec![(0, "e".into(), 0, "p".into()), (0, "e".into(), 0, "r".into())]);
+}

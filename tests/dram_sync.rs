@@ -146,6 +146,23 @@ fn a_marked_shared_location_without_a_remote_target_is_a_typed_error() {
 }
 
 #[test]
+fn the_first_error_in_module_order_wins_whatever_its_kind() {
+    // Core 0's view u_in0 has no target (found by name only after the scan), and
+    // core 1's t_in1 has no remote target (found during the scan): core 0's error comes first.
+    let mut ms = allocated();
+    loc_mut(&mut ms[1], "u").name = "renamed".into();
+    loc_mut(&mut ms[1], "t_in1").remote_local_target = None;
+    let before = ms.clone();
+    let err = sync_shared_allocations(&mut ms).unwrap_err();
+    assert_eq!(err, SyncError::MissingTarget { core: 0, view: "u_in0".into(), name: "u".into(), target: 1 });
+    assert_eq!(ms, before);
+    // With core 0's view fixed, core 1's error is the one reported.
+    loc_mut(&mut ms[1], "renamed").name = "u".into();
+    let err = sync_shared_allocations(&mut ms).unwrap_err();
+    assert_eq!(err, SyncError::NoRemoteTarget { core: 1, view: "t_in1".into() });
+}
+
+#[test]
 fn the_core_count_attribute_not_the_module_count_decides_single_core() {
     let mut ms = allocated();
     for m in &mut ms {
@@ -199,4 +216,22 @@ fn shared_bytes_are_counted_once_not_per_core() {
     assert_eq!(naive, 4 * usage.shared);
     assert_eq!(usage.private, vec![0, 0, 0, 0]);
     assert_eq!(usage.total, 4096);
+}
+
+#[test]
+fn the_shared_run_on_the_compact_sizings_problems_equals_a_fresh_run() {
+    use lncsim_model::dram::{allocate_shared_with, compact_core_cap_mib, compact_core_cap_with_problems};
+    use lncsim_model::program::{GenConfig, SizeClass, generate};
+    let generated = split(&generate(&GenConfig::new(5, 4, SizeClass::Medium))).unwrap();
+    for modules in [split_text(HANDOFF), generated] {
+        let (mut a, mut b) = (modules.clone(), modules);
+        let (cap, problems) = compact_core_cap_with_problems(&a, &opts()).unwrap();
+        assert_eq!(cap, compact_core_cap_mib(&b, &opts()).unwrap());
+        assert!(problems.iter().flatten().any(Option::is_some), "some core owns a shared tensor");
+        let o = DramOptions { shared_core_cap_mib: cap, ..opts() };
+        let ra: Vec<_> = a.iter_mut().zip(problems).map(|(m, p)| allocate_shared_with(m, &o, p).unwrap()).collect();
+        let rb: Vec<_> = b.iter_mut().map(|m| allocate_shared(m, &o).unwrap()).collect();
+        assert_eq!(ra, rb);
+        assert_eq!(a, b);
+    }
 }

@@ -24,8 +24,9 @@
 
 use crate::dram::{
     AllocReport, AntiDepReport, DramError, DramOptions, HbmUsage, IrCheckConfig, SyncError, allocate_module,
-    allocate_shared, anti_dependency_analyzer_post_dram, anti_dependency_analyzer_post_shared_dram,
-    compact_core_cap_mib, hbm_usage, shared::Synced, sync_shared_allocations,
+    allocate_shared, allocate_shared_with, anti_dependency_analyzer_post_dram,
+    anti_dependency_analyzer_post_shared_dram, compact_core_cap_with_problems, hbm_usage, shared::Synced,
+    sync_shared_allocations,
 };
 use std::path::PathBuf;
 
@@ -309,12 +310,21 @@ impl Pipeline {
                     }
                 }
                 Pass::DramShared => {
+                    // Sizing the compact slab builds each core's shared problem; the run reuses it.
+                    let mut problems = Vec::new();
                     if dram.shared_core_cap_mib == COMPACT_CORE_CAP {
-                        dram.shared_core_cap_mib = compact_core_cap_mib(modules, &dram).map_err(err(0))?;
+                        let (cap, built) = compact_core_cap_with_problems(modules, &dram).map_err(err(0))?;
+                        dram.shared_core_cap_mib = cap;
+                        problems = built;
                     }
                     report.shared_core_cap_mib = dram.shared_core_cap_mib;
+                    let mut problems = problems.into_iter();
                     for (core, m) in modules.iter_mut().enumerate() {
-                        report.dram_shared.push(allocate_shared(m, &dram).map_err(err(core))?);
+                        let run = match problems.next() {
+                            Some(p) => allocate_shared_with(m, &dram, p),
+                            None => allocate_shared(m, &dram),
+                        };
+                        report.dram_shared.push(run.map_err(err(core))?);
                     }
                 }
                 Pass::SyncSharedAllocations => report.synced = sync_shared_allocations(modules)?,

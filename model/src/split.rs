@@ -16,17 +16,20 @@
 //! core numbers its own barrier slot IDs from 0, flagged for renumbering, as
 //! seed 000 §7 says each core does.
 //!
-//! Cost: O(C·(N + L)·log N) for C cores, N instructions and L locations
-//! (each core's module walks the program once; lookups are ordered maps).
+//! Cost: O(C·(N + L)) expected for C cores, N instructions and L locations
+//! (each core's module walks the program once; per-index tables are dense
+//! vectors, the view-name collision test a hash set of the program's names,
+//! and each core's arena, block lists and locations are sized before filling).
 //!
 //! Choices (documented, tested): a program output may not be read on another
 //! core (outputs are written once and read by the host); an unbound
 //! instruction is on core 0 only when `lnc_size == 1`.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
 use crate::ir::*;
 use crate::marks;
+use crate::namehash::NameSet;
 
 /// Why a program cannot be split.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -131,7 +134,20 @@ pub fn split(program: &Module) -> Result<Vec<Module>, SplitError> {
         }
     }
     let names = program.memlocs.iter().map(|l| l.name.as_str()).collect();
-    let analysis = Analysis { cores, owner, consumers, dependents, names };
+    // Barrier arrivals per core: one per instruction with cross-core dependents, on each participant.
+    let mut arrivals = vec![0usize; lnc as usize];
+    for (p, deps) in dependents.iter().enumerate() {
+        if deps.is_empty() {
+            continue;
+        }
+        let here = cores[p];
+        for &c in deps.iter().chain((!deps.contains(&here)).then_some(&here)) {
+            if let Some(n) = arrivals.get_mut(c as usize) {
+                *n += 1;
+            }
+        }
+    }
+    let analysis = Analysis { cores, owner, consumers, dependents, names, arrivals };
     (0..lnc).map(|c| CoreSplit::new(program, func, &analysis, c).build()).collect()
 }
 
@@ -169,7 +185,29 @@ struct Analysis<'p> {
     /// The cores that depend on each instruction from another core, sorted, by instruction index.
     dependents: Vec<Vec<u32>>,
     /// Every program location's name (a view's name must not be one of them; lookups only).
-    names: HashSet<&'p str>,
+    names: NameSet<'p>,
+    /// Barrier arrivals per core (sizes each core's instruction arena up front).
+    arrivals: Vec<usize>,
+}
+
+/// A dense map from a program index to an id of this core's module, 4 bytes
+/// a slot (stored as id + 1; 0 is "none", so the table starts as zeroed pages).
+struct Dense(Vec<u32>);
+
+impl Dense {
+    fn new(n: usize) -> Self {
+        Dense(vec![0; n])
+    }
+
+    fn get(&self, i: usize) -> Option<u32> {
+        self.0.get(i).copied().and_then(|v| v.checked_sub(1))
+    }
+
+    fn set(&mut self, i: usize, id: u32) {
+        if let Some(slot) = self.0.get_mut(i) {
+            *slot = id.saturating_add(1);
+        }
+    }
 }
 
 /// The state of building one core's module.
@@ -179,7 +217,7 @@ struct CoreSplit<'a> {
     a: &'a Analysis<'a>,
     core: u32,
     /// Program location (by index) -> this core's location.
-    locs: Vec<Option<MemLocId>>,
+    locs: Dense,
     m: Module,
 }
 
@@ -190,50 +228,53 @@ impl<'a> CoreSplit<'a> {
             attrs: ModuleAttrs { lnc_size: program.attrs.lnc_size, neuron_core_id: Some(core) },
             ..Module::default()
         };
-        CoreSplit { program, func, a, core, locs: vec![None; program.memlocs.len()], m }
+        CoreSplit { program, func, a, core, locs: Dense::new(program.memlocs.len()), m }
     }
 
     fn build(mut self) -> Result<Module, SplitError> {
         self.locations()?;
         self.queues();
         let mut f = Function { name: self.func.name.clone(), ..Function::default() };
-        // This core's instructions, plus at most one barrier arrival per program instruction.
+        // This core's instructions plus its barrier arrivals, counted first so
+        // the arena is allocated once (no regrowth copies of a large Vec).
         let mine = self.a.cores.iter().filter(|&&c| c == self.core).count();
-        f.insts.reserve(mine);
+        f.insts.reserve_exact(mine + self.a.arrivals.get(self.core as usize).copied().unwrap_or(0));
         f.blocks.reserve(self.func.blocks.len());
-        f.args = self.func.args.iter().filter_map(|a| self.locs[a.index()]).collect();
+        f.args = self.func.args.iter().filter_map(|a| self.locs.get(a.index()).map(MemLocId)).collect();
         // Program inst -> this core's inst; producer -> this core's barrier arrival (by program index).
-        let mut insts: Vec<Option<InstId>> = vec![None; self.func.insts.len()];
-        let mut arrival: Vec<Option<InstId>> = vec![None; self.func.insts.len()];
+        let mut insts = Dense::new(self.func.insts.len());
+        let mut arrival = Dense::new(self.func.insts.len());
         let mut group = 0u32;
         let mut slot = 0u32;
         for b in &self.func.blocks {
             let block = BlockId::from_index(f.blocks.len());
-            let here_count = b.insts.iter().filter(|p| self.a.cores[p.index()] == self.core).count();
+            let here_count = b.insts.iter().filter(|p| self.a.cores[p.index()] == self.core).count()
+                + b.insts.iter().filter(|p| self.arrives(p.index())).count();
             f.blocks.push(Block { name: b.name.clone(), insts: Vec::with_capacity(here_count) });
             for &pid in &b.insts {
                 let pinst = &self.func.insts[pid.index()];
                 let here = self.a.cores[pid.index()];
                 if here == self.core {
                     let inst = self.clone_inst(pinst, &insts, &arrival);
-                    insts[pid.index()] = Some(f.push_inst(block, inst));
+                    insts.set(pid.index(), f.push_inst(block, inst).0);
                 }
                 let deps = &self.a.dependents[pid.index()];
                 if !deps.is_empty() {
-                    let mut participants = deps.clone();
-                    insert_sorted(&mut participants, here);
-                    if participants.contains(&self.core) {
+                    if here == self.core || deps.binary_search(&self.core).is_ok() {
+                        let mut participants = Vec::with_capacity(deps.len() + 1);
+                        participants.extend_from_slice(deps);
+                        insert_sorted(&mut participants, here);
                         let mut cb = Inst::new(
                             format!("cb{group}"),
                             Engine::Sp,
                             Op::CoreBarrier(CoreBarrier { group, participants, id: slot, flagged: true }),
                         );
                         cb.core = Some(self.core);
-                        if let Some(mine) = insts[pid.index()] {
-                            cb.deps.push(Dep { inst: mine, kind: EdgeKind::Control });
+                        if let Some(mine) = insts.get(pid.index()) {
+                            cb.deps.push(Dep { inst: InstId(mine), kind: EdgeKind::Control });
                         }
                         slot += 1;
-                        arrival[pid.index()] = Some(f.push_inst(block, cb));
+                        arrival.set(pid.index(), f.push_inst(block, cb).0);
                     }
                     group += 1;
                 }
@@ -243,11 +284,19 @@ impl<'a> CoreSplit<'a> {
         Ok(self.m)
     }
 
+    /// Whether this core has a barrier arrival at program instruction `p`:
+    /// `p` has cross-core dependents and this core is `p`'s or one of them.
+    fn arrives(&self, p: usize) -> bool {
+        self.a.dependents.get(p).is_some_and(|d| {
+            !d.is_empty() && (self.a.cores.get(p) == Some(&self.core) || d.binary_search(&self.core).is_ok())
+        })
+    }
+
     /// This core's copy of `pinst`: locations remapped, same-core deps kept,
     /// a control dep on this core's barrier arrival for every cross-core producer.
-    fn clone_inst(&self, pinst: &Inst, insts: &[Option<InstId>], arrival: &[Option<InstId>]) -> Inst {
+    fn clone_inst(&self, pinst: &Inst, insts: &Dense, arrival: &Dense) -> Inst {
         // Every location this core's instructions touch was mapped by `locations`.
-        let map = |a: &AccessPattern| AccessPattern { loc: self.locs[a.loc.index()].unwrap_or(a.loc), ..*a };
+        let map = |a: &AccessPattern| AccessPattern { loc: self.locs.get(a.loc.index()).map_or(a.loc, MemLocId), ..*a };
         let op = match &pinst.op {
             Op::DmaCopy { src, dst } => Op::DmaCopy { src: map(src), dst: map(dst) },
             Op::Compute { kind, srcs, dst } => {
@@ -260,8 +309,8 @@ impl<'a> CoreSplit<'a> {
         };
         let mut deps = Vec::new();
         for d in &pinst.deps {
-            if let Some(mine) = insts[d.inst.index()] {
-                deps.push(Dep { inst: mine, kind: d.kind });
+            if let Some(mine) = insts.get(d.inst.index()) {
+                deps.push(Dep { inst: InstId(mine), kind: d.kind });
             }
         }
         // Cross-core producers this instruction depends on, by data or by edge.
@@ -272,8 +321,8 @@ impl<'a> CoreSplit<'a> {
             .chain(pinst.deps.iter().map(|d| d.inst))
             .filter(|p| self.a.cores[p.index()] != self.core);
         for p in producers {
-            if let Some(cb) = arrival[p.index()] {
-                deps.push(Dep { inst: cb, kind: EdgeKind::Control });
+            if let Some(cb) = arrival.get(p.index()) {
+                deps.push(Dep { inst: InstId(cb), kind: EdgeKind::Control });
             }
         }
         deps.sort();
@@ -321,6 +370,7 @@ impl<'a> CoreSplit<'a> {
                 inst.read_slice().iter().chain(inst.write_ref()).for_each(|a| touched[a.loc.index()] = true);
             }
         }
+        self.m.memlocs.reserve_exact(touched.iter().filter(|&&t| t).count());
         for (i, l) in self.program.memlocs.iter().enumerate() {
             if !touched[i] {
                 continue;
@@ -344,11 +394,10 @@ impl<'a> CoreSplit<'a> {
                 }
                 _ => {}
             }
-            self.locs[i] = Some(self.m.add_loc(loc));
+            self.locs.set(i, self.m.add_loc(loc).0);
         }
         for s in &self.program.sets {
-            let locs: Vec<MemLocId> =
-                s.locs.iter().filter_map(|l| self.locs.get(l.index()).copied().flatten()).collect();
+            let locs: Vec<MemLocId> = s.locs.iter().filter_map(|l| self.locs.get(l.index()).map(MemLocId)).collect();
             if !locs.is_empty() {
                 self.m.sets.push(MemoryLocationSet { name: s.name.clone(), locs });
             }

@@ -37,11 +37,9 @@
 //! shared slabs fit the simulator's 96 GiB HBM. The CC-buffer region is the
 //! top `--allreduce-buffer-size` MiB of the window ([`super::config::regions`]).
 
-use std::collections::BTreeSet;
-
 use super::config::{AllocConfig, DEFAULT_ALLREDUCE_BUFFER_SIZE_MIB, Order};
 use super::error::AllocError;
-use super::liveness::{IrProblem, build_problem, touched};
+use super::liveness::{IrProblem, build_problem_touched, touched};
 use super::problem::{DRAM_PAGE, Problem, high_water_mark, round_up};
 use super::select::{Allocation, Metrics, allocate};
 use crate::ir::{MemLocId, MemType, MemoryLocation, Module, Usage};
@@ -209,12 +207,30 @@ impl AllocReport {
     }
 }
 
-/// The unaddressed locations of `space` that function `fi` touches (the first scan).
-pub(crate) fn unaddressed_in(m: &Module, fi: usize, space: Space) -> Vec<MemLocId> {
-    touched(&m.functions[fi])
-        .into_iter()
+/// The unaddressed locations of `space` among `touched` (the first scan), ascending.
+pub(crate) fn unaddressed_in(m: &Module, touched: &[MemLocId], space: Space) -> Vec<MemLocId> {
+    touched
+        .iter()
+        .copied()
         .filter(|&id| m.memlocs.get(id.index()).is_some_and(|l| space.holds(l) && l.address.is_none()))
         .collect()
+}
+
+/// `ids` as a membership mask over `m`'s locations (a dense `Vec<bool>` by
+/// location index: O(1) probes, no per-entry allocation). O(L + |ids|).
+pub(crate) fn mask(m: &Module, ids: &[MemLocId]) -> Vec<bool> {
+    let mut mask = vec![false; m.memlocs.len()];
+    for id in ids {
+        if let Some(slot) = mask.get_mut(id.index()) {
+            *slot = true;
+        }
+    }
+    mask
+}
+
+/// Whether `id` is in `mask` (see [`mask`]).
+pub(crate) fn in_mask(mask: &[bool], id: MemLocId) -> bool {
+    mask.get(id.index()).copied().unwrap_or(false)
 }
 
 /// The early exit: "No candidate, DRAM allocation successful" and the success attribute.
@@ -226,13 +242,13 @@ pub(crate) fn early_exit(m: &mut Module, fi: usize, report: &mut AllocReport) {
 }
 
 /// Cost accounting (seed: "COST ACCOUNTING + metrics") over `space`.
-pub(crate) fn account(m: &Module, space: Space, candidates: &BTreeSet<MemLocId>, report: &mut AllocReport) {
+pub(crate) fn account(m: &Module, space: Space, candidates: &[bool], report: &mut AllocReport) {
     for (i, l) in m.memlocs.iter().enumerate() {
         if !space.contains(l) {
             continue;
         }
         let size = l.byte_size();
-        if candidates.contains(&MemLocId::from_index(i)) {
+        if candidates.get(i).copied().unwrap_or(false) {
             report.spill_bytes = report.spill_bytes.saturating_add(size);
             let aligned = round_up(size, DRAM_PAGE).unwrap_or(u64::MAX);
             report.aligned_spill_bytes = report.aligned_spill_bytes.saturating_add(aligned);
@@ -274,8 +290,9 @@ pub fn allocate_function(m: &mut Module, fi: usize, opts: &DramOptions) -> Resul
     let mut report = AllocReport::new(m, fi, space);
     report.region_ceiling = opts.region_ceiling;
     // FIRST SCAN: is there anything to place?
-    let candidates: BTreeSet<MemLocId> = unaddressed_in(m, fi, space).into_iter().collect();
-    if candidates.is_empty() {
+    let touched = touched(&m.functions[fi]);
+    let unaddressed = unaddressed_in(m, &touched, space);
+    if unaddressed.is_empty() {
         early_exit(m, fi, &mut report);
         return Ok(report);
     }
@@ -288,8 +305,9 @@ pub fn allocate_function(m: &mut Module, fi: usize, opts: &DramOptions) -> Resul
             .filter_map(|l| l.address.map(|a| (l.name.as_str(), a, l.byte_size(), DRAM_PAGE))),
     )
     .map_err(alloc_err)?;
+    let candidates = mask(m, &unaddressed);
     account(m, space, &candidates, &mut report);
-    let ir = build_problem(m, &m.functions[fi], |id| candidates.contains(&id));
+    let ir = build_problem_touched(m, &m.functions[fi], &touched, |id| in_mask(&candidates, id));
     let mut config = AllocConfig {
         page: DRAM_PAGE,
         hwm,

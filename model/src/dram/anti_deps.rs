@@ -133,9 +133,10 @@ struct Run {
     readers: Vec<(usize, MemLocId)>,
 }
 
-/// The walk's interval map: disjoint runs keyed by first byte.
+/// The walk's interval map: disjoint runs keyed by first byte, plus scratch
+/// buffers reused by every update (no allocation per access for them).
 #[derive(Default)]
-struct Runs(BTreeMap<u64, Run>);
+struct Runs(BTreeMap<u64, Run>, Vec<u64>, Vec<(u64, u64)>);
 
 impl Runs {
     /// Splits the run containing `at` (if any) so that a run starts at `at`.
@@ -165,10 +166,13 @@ impl Runs {
     fn write(&mut self, lo: u64, hi: u64, who: (usize, MemLocId)) {
         self.split(lo);
         self.split(hi);
-        let inside: Vec<u64> = self.0.range(lo..hi).map(|(&k, _)| k).collect();
-        for k in inside {
+        let mut inside = std::mem::take(&mut self.1);
+        inside.clear();
+        inside.extend(self.0.range(lo..hi).map(|(&k, _)| k));
+        for &k in &inside {
             self.0.remove(&k);
         }
+        self.1 = inside;
         self.0.insert(lo, Run { end: hi, writer: Some(who), readers: Vec::new() });
     }
 
@@ -176,7 +180,8 @@ impl Runs {
     fn read(&mut self, lo: u64, hi: u64, who: (usize, MemLocId)) {
         self.split(lo);
         self.split(hi);
-        let mut gaps = Vec::new();
+        let mut gaps = std::mem::take(&mut self.2);
+        gaps.clear();
         let mut at = lo;
         for (&k, run) in self.0.range_mut(lo..hi) {
             if k > at {
@@ -188,9 +193,10 @@ impl Runs {
         if at < hi {
             gaps.push((at, hi));
         }
-        for (a, b) in gaps {
+        for &(a, b) in &gaps {
             self.0.insert(a, Run { end: b, writer: None, readers: vec![who] });
         }
+        self.2 = gaps;
     }
 }
 
@@ -207,12 +213,12 @@ fn analyze(m: &mut Module, space: Space) -> Vec<AntiDepReport> {
     for fi in 0..m.functions.len() {
         m.functions[fi].canonicalize();
         let (report, new_deps) = analyze_function(m, fi, space);
-        for (j, deps) in new_deps.into_iter().enumerate() {
+        for (j, inst) in m.functions[fi].insts.iter_mut().enumerate() {
+            let deps = new_deps.of(j);
             if deps.is_empty() {
                 continue;
             }
-            let inst = &mut m.functions[fi].insts[j];
-            inst.deps.extend(deps);
+            inst.deps.extend_from_slice(deps);
             inst.deps.sort_unstable();
             inst.deps.dedup();
         }
@@ -221,12 +227,30 @@ fn analyze(m: &mut Module, space: Space) -> Vec<AntiDepReport> {
     reports
 }
 
+/// The edges added to each instruction, in one flat list (instruction order):
+/// instruction `j`'s are `deps[start[j]..start[j + 1]]` (no Vec per instruction).
+struct NewDeps {
+    deps: Vec<Dep>,
+    /// Filled up to the instruction being walked (`start[j]` is set when `j` begins).
+    start: Vec<usize>,
+}
+
+impl NewDeps {
+    /// The edges added to instruction `j` so far (those of a finished instruction: all of them).
+    fn of(&self, j: usize) -> &[Dep] {
+        let lo = self.start.get(j).copied().unwrap_or(self.deps.len());
+        let hi = self.start.get(j + 1).copied().filter(|&h| h >= lo).unwrap_or(self.deps.len());
+        self.deps.get(lo..hi).unwrap_or(&[])
+    }
+}
+
 /// The edges to add to each instruction of canonical function `fi`.
-fn analyze_function(m: &Module, fi: usize, space: Space) -> (AntiDepReport, Vec<Vec<Dep>>) {
+fn analyze_function(m: &Module, fi: usize, space: Space) -> (AntiDepReport, NewDeps) {
     let f = &m.functions[fi];
     let n = f.insts.len();
     let mut report = AntiDepReport { function: f.name.clone(), ..AntiDepReport::default() };
-    let mut new_deps: Vec<Vec<Dep>> = vec![Vec::new(); n];
+    // start[j] = deps.len() when j begins; start[n] after the walk (so `of` of a later j is empty).
+    let mut new_deps = NewDeps { deps: Vec::new(), start: Vec::new() };
     // Placed locations of the region whose aligned range meets another's: only they can conflict.
     let placed: Vec<(u64, u64, MemLocId)> = super::liveness::touched(f)
         .into_iter()
@@ -236,6 +260,7 @@ fn analyze_function(m: &Module, fi: usize, space: Space) -> (AntiDepReport, Vec<
     if !reused.contains(&true) {
         return (report, new_deps);
     }
+    new_deps.start.reserve_exact(n + 1);
     let access = |ap: &crate::ir::AccessPattern, write: bool| -> Option<Access> {
         if !reused.get(ap.loc.index()).copied().unwrap_or(false) {
             return None;
@@ -248,9 +273,9 @@ fn analyze_function(m: &Module, fi: usize, space: Space) -> (AntiDepReport, Vec<
     };
     // Direct predecessors (original edges plus added ones), by instruction index.
     // Appended to `out` while it holds fewer than `cap` entries (no temporary Vec).
-    let direct = |j: usize, new_deps: &[Vec<Dep>], out: &mut Vec<usize>, cap: usize| {
+    let direct = |j: usize, new_deps: &NewDeps, out: &mut Vec<usize>, cap: usize| {
         let old = f.insts[j].deps.iter().map(|d| d.inst.index());
-        for i in old.chain(new_deps[j].iter().map(|d| d.inst.index())).filter(|&i| i < j) {
+        for i in old.chain(new_deps.of(j).iter().map(|d| d.inst.index())).filter(|&i| i < j) {
             if out.len() >= cap {
                 break;
             }
@@ -263,7 +288,10 @@ fn analyze_function(m: &Module, fi: usize, space: Space) -> (AntiDepReport, Vec<
     let mut mine: Vec<Access> = Vec::new();
     // The instructions already ordered before this one (capped), one buffer reused.
     let mut cover: Vec<usize> = Vec::new();
+    // The edges being added to this instruction, one buffer reused.
+    let mut added: Vec<Dep> = Vec::new();
     for j in 0..n {
+        new_deps.start.push(new_deps.deps.len());
         let inst = &f.insts[j];
         mine.clear();
         mine.extend(
@@ -311,7 +339,7 @@ fn analyze_function(m: &Module, fi: usize, space: Space) -> (AntiDepReport, Vec<
             }
             cover.sort_unstable();
             cover.dedup();
-            let mut added = Vec::new();
+            added.clear();
             for (&i, &kind) in cands.iter().rev() {
                 if cover.binary_search(&i).is_ok() {
                     continue;
@@ -329,7 +357,7 @@ fn analyze_function(m: &Module, fi: usize, space: Space) -> (AntiDepReport, Vec<
                     cover.dedup();
                 }
             }
-            new_deps[j] = added;
+            new_deps.deps.extend_from_slice(&added);
         }
         for a in &mine {
             if !a.write {
@@ -342,6 +370,7 @@ fn analyze_function(m: &Module, fi: usize, space: Space) -> (AntiDepReport, Vec<
             }
         }
     }
+    new_deps.start.push(new_deps.deps.len());
     if report.added() > 0 {
         crate::marks::hit(match space {
             Space::Private => "dram.anti_deps_post_dram",

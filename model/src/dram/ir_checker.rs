@@ -39,9 +39,11 @@
 //! O(s log s + k log k) for the overlap sweep over the s live segments of the
 //! private locations with k overlapping pairs ([`super::sweep`]), O(i + L) for the
 //! CC operands of i instructions (membership by location index); across modules O(S log S + k) for S owned
-//! shared buffers, and O(L) expected for the views' target lookups over L
-//! locations (a hash table of names per module, [`crate::namehash`]: exact,
-//! the hash only spreads the keys). Memory linear in the program.
+//! shared buffers (sorted by core and range, so names are compared only on
+//! ties and for the k reported pairs), and O(V + L) expected for the V views'
+//! target lookups over L locations (a table of the views' target names per
+//! target module, [`crate::namehash`]: exact, the hash only spreads the keys;
+//! each target module's locations scanned once against it). Memory linear in the program.
 
 mod live;
 
@@ -229,6 +231,9 @@ fn core_of(m: &Module, index: usize) -> u32 {
     m.attrs.neuron_core_id.unwrap_or(index as u32)
 }
 
+/// An owned shared buffer: (core, name, first byte, one past its last page-rounded byte).
+type Owned<'a> = (u32, &'a str, u64, u64);
+
 /// Checks N allocated, synced per-core modules (core order); returns every violation.
 pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation> {
     let mut out = Vec::new();
@@ -237,8 +242,8 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
         return out;
     };
     // Every owned shared buffer of every core: (core, name, lo, hi), names borrowed.
-    let mut owned: Vec<(u32, &str, u64, u64)> = Vec::new();
-    let mut targets = Targets::new(modules);
+    let mut owned: Vec<Owned<'_>> = Vec::new();
+    let targets = Targets::new(modules);
     for (index, m) in modules.iter().enumerate() {
         let core = core_of(m, index);
         let floor = m
@@ -298,12 +303,19 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
                 owned.push((core, l.name.as_str(), lo, lo.saturating_add(page_up(l.byte_size()))));
             }
         }
-        check_views(&mut targets, index, &mut out);
+        check_views(&targets, index, &mut out);
     }
-    owned.sort();
+    // Sorted by the integer fields first, so the sort rarely reads a name (a
+    // heap pointer chase per comparison); equal tuples stay adjacent for dedup.
+    owned.sort_unstable_by(|a, b| (a.0, a.2, a.3).cmp(&(b.0, b.2, b.3)).then_with(|| a.1.cmp(b.1)));
     owned.dedup();
-    for (i, j) in shared_overlaps(&owned) {
-        let (a, b) = (&owned[i], &owned[j]);
+    // The report lists the pairs in (core, name, lo, hi) order of both buffers.
+    let mut pairs: Vec<(&Owned<'_>, &Owned<'_>)> = shared_overlaps(&owned)
+        .into_iter()
+        .map(|(i, j)| if owned[i] < owned[j] { (&owned[i], &owned[j]) } else { (&owned[j], &owned[i]) })
+        .collect();
+    pairs.sort_unstable();
+    for (a, b) in pairs {
         let (a_core, a_name, b_core, b_name) = (a.0, a.1.to_string(), b.0, b.1.to_string());
         out.push(IrViolation::SharedOverlap { a_core, a: a_name, b_core, b: b_name });
     }
@@ -420,13 +432,18 @@ fn overlaps(m: &Module, core: u32, private: &[MemLocId], segs: &LiveSegments, ou
     }
 }
 
-/// The views' target lookup: the first module of each core, and a name index
-/// per module built on first use (the first location of a name, as a linear
-/// search would find it).
+/// The views' target lookup, resolved up front for every view of every
+/// module: the first module of each core, and in it the first location of the
+/// name (as a linear search would find it). The views' target names go into
+/// one table per target module ([`NameMap`], looked up only, never iterated),
+/// then each target module's locations are scanned once against it: O(V + L)
+/// expected for V views and L locations, with no table of all L names.
 struct Targets<'a> {
     modules: &'a [Module],
-    by_core: BTreeMap<u32, usize>,
-    names: Vec<Option<NameMap<'a, usize>>>,
+    /// Per view (module order, then location order): its target, if found.
+    found: Vec<Option<&'a MemoryLocation>>,
+    /// `first[i]..first[i + 1]` indexes `found` for module `i`'s views.
+    first: Vec<usize>,
 }
 
 impl<'a> Targets<'a> {
@@ -435,31 +452,58 @@ impl<'a> Targets<'a> {
         for (i, t) in modules.iter().enumerate() {
             by_core.entry(core_of(t, i)).or_insert(i);
         }
-        Targets { modules, by_core, names: vec![None; modules.len()] }
-    }
-
-    fn find(&mut self, core: u32, name: &str) -> Option<&'a MemoryLocation> {
-        let modules = self.modules;
-        let &ti = self.by_core.get(&core)?;
-        let t = &modules[ti];
-        let index = self.names[ti].get_or_insert_with(|| {
-            let mut map = NameMap::with_capacity_and_hasher(t.memlocs.len(), Default::default());
-            for (k, x) in t.memlocs.iter().enumerate() {
-                map.entry(x.name.as_str()).or_insert(k);
+        // Sized first (a rehash would read every stored name again).
+        let mut wanted = vec![0usize; modules.len()];
+        for r in modules.iter().flat_map(|m| &m.memlocs).filter_map(|l| l.remote_local_target.as_ref()) {
+            if let Some(&ti) = by_core.get(&r.core) {
+                wanted[ti] += 1;
             }
-            map
-        });
-        index.get(name).map(|&k| &t.memlocs[k])
+        }
+        let mut tables: Vec<NameMap<'a, usize>> =
+            wanted.iter().map(|&n| NameMap::with_capacity_and_hasher(n, Default::default())).collect();
+        let mut slot_loc: Vec<Option<&'a MemoryLocation>> = Vec::new();
+        let mut view_slot: Vec<Option<usize>> = Vec::new();
+        let mut first = Vec::with_capacity(modules.len() + 1);
+        for m in modules {
+            first.push(view_slot.len());
+            for l in &m.memlocs {
+                let Some(r) = &l.remote_local_target else { continue };
+                let slot = by_core.get(&r.core).map(|&ti| {
+                    *tables[ti].entry(r.name.as_str()).or_insert_with(|| {
+                        slot_loc.push(None);
+                        slot_loc.len() - 1
+                    })
+                });
+                view_slot.push(slot);
+            }
+        }
+        first.push(view_slot.len());
+        for (t, table) in modules.iter().zip(&tables) {
+            if table.is_empty() {
+                continue;
+            }
+            for x in &t.memlocs {
+                if let Some(&s) = table.get(x.name.as_str())
+                    && slot_loc[s].is_none()
+                {
+                    slot_loc[s] = Some(x);
+                }
+            }
+        }
+        let found = view_slot.into_iter().map(|s| s.and_then(|s| slot_loc[s])).collect();
+        Targets { modules, found, first }
     }
 }
 
 /// Every view of module `index` equals its target's (address, partition, bank).
-fn check_views(targets: &mut Targets<'_>, index: usize, out: &mut Vec<IrViolation>) {
+fn check_views(targets: &Targets<'_>, index: usize, out: &mut Vec<IrViolation>) {
     let m = &targets.modules[index];
     let core = core_of(m, index);
+    let from = targets.first.get(index).copied().unwrap_or(0);
+    let mut found = targets.found.get(from..).unwrap_or(&[]).iter();
     for l in &m.memlocs {
         let Some(r) = &l.remote_local_target else { continue };
-        let Some(t) = targets.find(r.core, &r.name) else {
+        let Some(t) = found.next().copied().flatten() else {
             let (view, target, target_core) = (l.name.clone(), r.name.clone(), r.core);
             out.push(IrViolation::MissingRemote { core, view, target, target_core });
             continue;

@@ -56,16 +56,22 @@ pub fn flat_numbering(f: &Function) -> Vec<Option<Time>> {
 }
 
 /// The locations `f` reads or writes, ascending. O(n + L): one pass over the
-/// accesses marking a bitmap as long as the largest location index, then one
-/// scan of it (no sort, no per-instruction allocation).
+/// accesses marking a bitmap grown to the largest location index seen, then
+/// one scan of it (no sort, no per-instruction allocation).
 pub fn touched(f: &Function) -> Vec<MemLocId> {
-    let accesses = || f.insts.iter().flat_map(|i| i.read_slice().iter().chain(i.write_ref()));
-    let Some(max) = accesses().map(|a| a.loc.index()).max() else { return Vec::new() };
-    let mut seen = vec![false; max + 1];
-    for a in accesses() {
-        seen[a.loc.index()] = true;
+    let mut seen: Vec<bool> = Vec::new();
+    let mut count = 0usize;
+    for a in f.insts.iter().flat_map(|i| i.read_slice().iter().chain(i.write_ref())) {
+        let i = a.loc.index();
+        if i >= seen.len() {
+            seen.resize(i + 1, false);
+        }
+        count += usize::from(!seen[i]);
+        seen[i] = true;
     }
-    seen.iter().enumerate().filter(|&(_, &s)| s).map(|(i, _)| MemLocId::from_index(i)).collect()
+    let mut out = Vec::with_capacity(count);
+    out.extend(seen.iter().enumerate().filter(|&(_, &s)| s).map(|(i, _)| MemLocId::from_index(i)));
+    out
 }
 
 /// Per-location def/use state of the STEP D walk.
@@ -128,12 +134,22 @@ fn is_full(m: &Module, ap: &AccessPattern) -> bool {
 /// Cost: O(n + L + k log k) for n instructions, L locations and k intervals;
 /// the per-location walk state is a dense vector indexed by location.
 pub fn build_problem(m: &Module, f: &Function, candidate: impl Fn(MemLocId) -> bool) -> IrProblem {
+    build_problem_touched(m, f, &touched(f), candidate)
+}
+
+/// [`build_problem`] with `touched` = [`touched`]`(f)` already at hand (the
+/// allocator computes it once per function for its candidate scan). Same cost.
+pub fn build_problem_touched(
+    m: &Module,
+    f: &Function,
+    touched: &[MemLocId],
+    candidate: impl Fn(MemLocId) -> bool,
+) -> IrProblem {
     let flat = flat_numbering(f);
-    let touched = touched(f);
     let slots = touched.last().map_or(0, |l| l.index() + 1);
     let mut walks: Vec<Option<Walk>> = Vec::with_capacity(slots);
     walks.resize_with(slots, || None);
-    for &id in &touched {
+    for &id in touched {
         if candidate(id) {
             walks[id.index()] = Some(Walk::default());
         }

@@ -59,6 +59,6 @@ pub use problem::{
 pub use renumber::{Info, Renumbered, renumber_locations};
 pub use select::{Allocation, Metrics, Oracle, allocate, allocate_naive, allocate_using};
 pub use shared::{
-    HbmUsage, SyncError, allocate_shared, compact_core_cap_mib, hbm_usage, set_is_shared_post_dram_alloc,
-    sync_shared_allocations,
+    HbmUsage, SyncError, allocate_shared, allocate_shared_with, compact_core_cap_mib, compact_core_cap_with_problems,
+    hbm_usage, set_is_shared_post_dram_alloc, sync_shared_allocations,
 };

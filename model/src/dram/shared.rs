@@ -26,15 +26,15 @@
 //! its first def to the end of the producer's function: all of them meet at
 //! the last instruction, so shared tensors never reuse each other's addresses.
 
-use std::collections::BTreeSet;
-
 use super::allocate::{
-    AllocReport, DramError, DramOptions, MSG_SUCCESS, Space, account, early_exit, place, unaddressed_in, write_back,
+    AllocReport, DramError, DramOptions, MSG_SUCCESS, Space, account, early_exit, in_mask, mask, place, unaddressed_in,
+    write_back,
 };
 use super::config::{AllocConfig, Order};
-use super::liveness::{IrProblem, build_problem};
+use super::liveness::{IrProblem, build_problem_touched, touched};
 use super::problem::{DRAM_PAGE, LiveInterval, high_water_mark, round_up};
 use crate::ir::{MemLocId, MemoryLocation, Module, Usage};
+use crate::namehash::NameMap;
 
 /// `bir::MemoryLocation::setIsSharedPostDRAMAlloc(true)`: the only place that sets the mark.
 pub fn set_is_shared_post_dram_alloc(loc: &mut MemoryLocation) {
@@ -60,18 +60,30 @@ pub fn slab(core: u32, cap_mib: u64) -> Result<(u64, u64), DramError> {
 /// need with no reuse plus its CC limit, rounded up to whole MiB (at least 1).
 /// Every core's slab gets this size, so slab bases stay `core * coreCap`.
 pub fn compact_core_cap_mib(modules: &[Module], opts: &DramOptions) -> Result<u64, DramError> {
+    compact_core_cap_with_problems(modules, opts).map(|(cap, _)| cap)
+}
+
+/// The shared run's problems built while sizing the compact slab, by module
+/// then function (`None`: nothing owned to place), for
+/// [`allocate_shared_with`]: each is exactly what the shared run would build
+/// for a module not changed since, so it is built once instead of twice.
+pub type SharedProblems = Vec<Vec<Option<IrProblem>>>;
+
+/// [`compact_core_cap_mib`] and the problems it built ([`SharedProblems`]).
+/// Cost: one liveness walk per function, O(n + L + k log k) each.
+pub fn compact_core_cap_with_problems(
+    modules: &[Module],
+    opts: &DramOptions,
+) -> Result<(u64, SharedProblems), DramError> {
     let mut need = DRAM_PAGE;
+    let mut problems = Vec::with_capacity(modules.len());
     for m in modules {
+        let mut per_fn = Vec::with_capacity(m.functions.len());
         for fi in 0..m.functions.len() {
-            let owned: BTreeSet<MemLocId> = unaddressed_in(m, fi, Space::Shared)
-                .into_iter()
-                .filter(|&id| m.loc(id).remote_local_target.is_none())
-                .collect();
-            if owned.is_empty() {
+            let Some(ir) = owned_problem(m, fi, &touched(&m.functions[fi])) else {
+                per_fn.push(None);
                 continue;
-            }
-            let mut ir = build_problem(m, &m.functions[fi], |id| owned.contains(&id));
-            extend_shared_lifetimes(&mut ir);
+            };
             let config = AllocConfig {
                 page: DRAM_PAGE,
                 hwm: 0,
@@ -85,9 +97,27 @@ pub fn compact_core_cap_mib(modules: &[Module], opts: &DramOptions) -> Result<u6
                 err,
             })?;
             need = need.max(c);
+            per_fn.push(Some(ir));
         }
+        problems.push(per_fn);
     }
-    Ok(need.div_ceil(1 << 20))
+    Ok((need.div_ceil(1 << 20), problems))
+}
+
+/// The shared run's problem of function `fi` (its owned, unaddressed shared
+/// locations, lifetimes extended), or `None` when it owns none to place.
+fn owned_problem(m: &Module, fi: usize, touched: &[MemLocId]) -> Option<IrProblem> {
+    let owned: Vec<MemLocId> = unaddressed_in(m, touched, Space::Shared)
+        .into_iter()
+        .filter(|&id| m.loc(id).remote_local_target.is_none())
+        .collect();
+    if owned.is_empty() {
+        return None;
+    }
+    let owned = mask(m, &owned);
+    let mut ir = build_problem_touched(m, &m.functions[fi], touched, |id| in_mask(&owned, id));
+    extend_shared_lifetimes(&mut ir);
+    Some(ir)
 }
 
 /// Makes every location of `ir` live from its first def to the end of the function.
@@ -105,8 +135,34 @@ pub fn allocate_shared(m: &mut Module, opts: &DramOptions) -> Result<Vec<AllocRe
     (0..m.functions.len()).map(|fi| allocate_shared_function(m, fi, opts)).collect()
 }
 
+/// [`allocate_shared`] with the problems [`compact_core_cap_with_problems`]
+/// built for `m` (by function), so they are not built again. `m` must not have
+/// changed since they were built (the pipeline runs the two back to back).
+pub fn allocate_shared_with(
+    m: &mut Module,
+    opts: &DramOptions,
+    mut problems: Vec<Option<IrProblem>>,
+) -> Result<Vec<AllocReport>, DramError> {
+    (0..m.functions.len())
+        .map(|fi| {
+            let pre = problems.get_mut(fi).and_then(Option::take);
+            allocate_shared_function_from(m, fi, opts, pre)
+        })
+        .collect()
+}
+
 /// `DRAM_Allocator::allocate(func)` in shared mode for function `fi` of `m`.
 pub fn allocate_shared_function(m: &mut Module, fi: usize, opts: &DramOptions) -> Result<AllocReport, DramError> {
+    allocate_shared_function_from(m, fi, opts, None)
+}
+
+/// [`allocate_shared_function`], with its problem already built (`pre`) or not.
+fn allocate_shared_function_from(
+    m: &mut Module,
+    fi: usize,
+    opts: &DramOptions,
+    pre: Option<IrProblem>,
+) -> Result<AllocReport, DramError> {
     let space = Space::Shared;
     let mut report = AllocReport::new(m, fi, space);
     let core = report.core.unwrap_or(0);
@@ -117,13 +173,14 @@ pub fn allocate_shared_function(m: &mut Module, fi: usize, opts: &DramOptions) -
     report.base = base;
     report.region_ceiling = cap;
     // FIRST SCAN: unaddressed shared locations, owned or views.
-    let unaddressed = unaddressed_in(m, fi, space);
+    let touched = touched(&m.functions[fi]);
+    let unaddressed = unaddressed_in(m, &touched, space);
     if unaddressed.is_empty() {
         early_exit(m, fi, &mut report);
         return Ok(report);
     }
     // SHARED MARKING: every shared location the function touches (views too: sync reads the mark).
-    for id in super::liveness::touched(&m.functions[fi]) {
+    for &id in &touched {
         if let Some(l) = m.memlocs.get_mut(id.index())
             && space.holds(l)
         {
@@ -137,7 +194,6 @@ pub fn allocate_shared_function(m: &mut Module, fi: usize, opts: &DramOptions) -
         report.remote_views = views.len();
         report.messages.push(skip_message(core));
     }
-    let owned: BTreeSet<MemLocId> = owned.into_iter().collect();
     if owned.is_empty() {
         m.functions[fi].attrs.dram_alloc_ok = Some(true);
         return Ok(report);
@@ -154,9 +210,16 @@ pub fn allocate_shared_function(m: &mut Module, fi: usize, opts: &DramOptions) -
             .filter_map(|l| in_slab(l).map(|a| (l.name.as_str(), a, l.byte_size(), DRAM_PAGE))),
     )
     .map_err(|err| DramError::Alloc { func: m.functions[fi].name.clone(), space, err })?;
+    let owned = mask(m, &owned);
     account(m, space, &owned, &mut report);
-    let mut ir = build_problem(m, &m.functions[fi], |id| owned.contains(&id));
-    extend_shared_lifetimes(&mut ir);
+    let ir = match pre {
+        Some(ir) => ir,
+        None => {
+            let mut ir = build_problem_touched(m, &m.functions[fi], &touched, |id| in_mask(&owned, id));
+            extend_shared_lifetimes(&mut ir);
+            ir
+        }
+    };
     let config = AllocConfig {
         page: DRAM_PAGE,
         hwm,
@@ -274,49 +337,98 @@ pub struct Synced {
 ///    allocated" ([`SyncError::UnallocatedTarget`]), checked before the copy.
 ///    The owner is never modified.
 ///
-/// All updates are computed first: on error no module is changed. Cost:
-/// O(L log L) in locations over all modules (one name index per module).
+/// All updates are computed first: on error no module is changed; the error
+/// is the first one in (module, location) order. Cost: O(L + V) expected for
+/// L locations over all modules and V views: the views' target names go into
+/// one small table per target module ([`NameMap`], looked up only), then each
+/// target module's locations are scanned once against it (the last location
+/// of a name wins, as a full name index would give), with no table of all L
+/// names.
 pub fn sync_shared_allocations(modules: &mut [Module]) -> Result<Vec<Synced>, SyncError> {
     if modules.first().is_none_or(|m| m.attrs.lnc_size <= 1) {
         crate::marks::hit("dram.sync_single_core");
         return Ok(Vec::new());
     }
-    let by_name: Vec<std::collections::HashMap<&str, usize>> =
-        modules.iter().map(|m| m.memlocs.iter().enumerate().map(|(i, l)| (l.name.as_str(), i)).collect()).collect();
     let mut by_core = std::collections::BTreeMap::new();
     for (i, m) in modules.iter().enumerate() {
         if let Some(c) = m.attrs.neuron_core_id {
             by_core.entry(c).or_insert(i);
         }
     }
-    let mut updates: Vec<(usize, usize, Synced)> = Vec::new();
-    for (core, m) in modules.iter().enumerate() {
+    // The views to equalize, in order: (core, location, target module, target name,
+    // target core); the scan stops at the first error that needs no name lookup.
+    let mut wants: Vec<(usize, usize, usize, &str, u32)> = Vec::new();
+    let mut early: Option<SyncError> = None;
+    'scan: for (core, m) in modules.iter().enumerate() {
         for (li, l) in m.memlocs.iter().enumerate() {
             if l.address.is_some() || !Space::Shared.holds(l) || !l.is_shared_post_dram_alloc {
                 continue;
             }
-            let view = || l.name.clone();
-            let r = l.remote_local_target.as_ref().ok_or_else(|| SyncError::NoRemoteTarget { core, view: view() })?;
+            let Some(r) = l.remote_local_target.as_ref() else {
+                early = Some(SyncError::NoRemoteTarget { core, view: l.name.clone() });
+                break 'scan;
+            };
             let ti = by_core
                 .get(&r.core)
                 .copied()
-                .or_else(|| ((r.core as usize) < modules.len()).then_some(r.core as usize))
-                .ok_or_else(|| SyncError::MissingCore { core, view: view(), target: r.core })?;
-            let name = || r.name.clone();
-            let rl = by_name[ti]
-                .get(r.name.as_str())
-                .map(|&i| &modules[ti].memlocs[i])
-                .ok_or_else(|| SyncError::MissingTarget { core, view: view(), name: name(), target: r.core })?;
-            let address = rl.address.ok_or_else(|| SyncError::UnallocatedTarget {
-                core,
-                view: view(),
-                name: name(),
-                target: r.core,
-            })?;
-            let s = Synced { core, view: view(), address, partition: rl.partition, bank: rl.bank };
-            updates.push((core, li, s));
+                .or_else(|| ((r.core as usize) < modules.len()).then_some(r.core as usize));
+            let Some(ti) = ti else {
+                early = Some(SyncError::MissingCore { core, view: l.name.clone(), target: r.core });
+                break 'scan;
+            };
+            wants.push((core, li, ti, r.name.as_str(), r.core));
         }
     }
+    // Target name -> slot, per target module; slot -> the target's location index.
+    // Sized first (a rehash would read every stored name again).
+    let mut wanted = vec![0usize; modules.len()];
+    for &(_, _, ti, _, _) in &wants {
+        wanted[ti] += 1;
+    }
+    let mut tables: Vec<NameMap<'_, usize>> =
+        wanted.iter().map(|&n| NameMap::with_capacity_and_hasher(n, Default::default())).collect();
+    let mut found: Vec<Option<usize>> = Vec::new();
+    let mut slots: Vec<usize> = Vec::with_capacity(wants.len());
+    for &(_, _, ti, name, _) in &wants {
+        let s = *tables[ti].entry(name).or_insert_with(|| {
+            found.push(None);
+            found.len() - 1
+        });
+        slots.push(s);
+    }
+    for (ti, t) in tables.iter().enumerate() {
+        if t.is_empty() {
+            continue;
+        }
+        for (i, l) in modules[ti].memlocs.iter().enumerate() {
+            if let Some(&s) = t.get(l.name.as_str()) {
+                found[s] = Some(i);
+            }
+        }
+    }
+    let mut updates: Vec<(usize, usize, Synced)> = Vec::with_capacity(wants.len());
+    for (&(core, li, ti, name, target), &s) in wants.iter().zip(&slots) {
+        let view = || modules[core].memlocs[li].name.clone();
+        let rl = found[s].map(|i| &modules[ti].memlocs[i]).ok_or_else(|| SyncError::MissingTarget {
+            core,
+            view: view(),
+            name: name.to_owned(),
+            target,
+        })?;
+        let address = rl.address.ok_or_else(|| SyncError::UnallocatedTarget {
+            core,
+            view: view(),
+            name: name.to_owned(),
+            target,
+        })?;
+        let s = Synced { core, view: view(), address, partition: rl.partition, bank: rl.bank };
+        updates.push((core, li, s));
+    }
+    if let Some(e) = early {
+        return Err(e);
+    }
+    drop(tables);
+    drop(wants);
     for (core, li, s) in &updates {
         let l = &mut modules[*core].memlocs[*li];
         l.address = Some(s.address);

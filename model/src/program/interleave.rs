@@ -4,8 +4,9 @@
 //! producer's buffer through its `RemoteLocalTarget`; a barrier is a
 //! rendezvous of its group's participants. Independent of the simulator.
 //!
-//! Cost: O(L) expected to resolve views by name (one hash table of names per
-//! module, L locations; [`crate::namehash`], exact), then O(log C) per executed instruction to draw the
+//! Cost: O(V + L) expected to resolve V views by name over L locations (one
+//! table of the views' target names per target module, [`crate::namehash`],
+//! exact, then one scan of each target's locations; no table of all L names), then O(log C) per executed instruction to draw the
 //! next core among the C ready ones (a Fenwick tree over cores: the k-th
 //! ready core in core order, the same draw as a sorted list of ready cores),
 //! O(p) per barrier completion for p participants, plus the element work of
@@ -74,25 +75,54 @@ pub fn run_interleaved(modules: &[Module], inputs: &Values, seed: u64) -> Result
         m.verify().map_err(|e| InterleaveError::Interp { core, err: e.into() })?;
         mem.extend(initial_memory(m, inputs).map_err(|err| InterleaveError::Interp { core, err })?);
     }
-    let names: Vec<NameMap<'_, usize>> = modules
-        .iter()
-        .map(|m| {
-            let mut t = NameMap::with_capacity_and_hasher(m.memlocs.len(), Default::default());
-            for (i, l) in m.memlocs.iter().enumerate() {
-                t.entry(l.name.as_str()).or_insert(i);
+    // The views' target names, one table per target module (looked up only), then
+    // one scan of each target module's locations: the first location of a name wins.
+    // Sized first (a rehash would read every stored name again).
+    let mut wanted = vec![0usize; modules.len()];
+    for r in modules.iter().flat_map(|m| &m.memlocs).filter_map(|l| l.remote_local_target.as_ref()) {
+        if let Some(n) = wanted.get_mut(r.core as usize) {
+            *n += 1;
+        }
+    }
+    let mut tables: Vec<NameMap<'_, usize>> =
+        wanted.iter().map(|&n| NameMap::with_capacity_and_hasher(n, Default::default())).collect();
+    let mut target_of: Vec<Option<usize>> = Vec::new();
+    let mut view_slot: Vec<Option<usize>> = Vec::new();
+    for m in modules {
+        for l in &m.memlocs {
+            let Some(r) = &l.remote_local_target else { continue };
+            let slot = tables.get_mut(r.core as usize).map(|t| {
+                *t.entry(r.name.as_str()).or_insert_with(|| {
+                    target_of.push(None);
+                    target_of.len() - 1
+                })
+            });
+            view_slot.push(slot);
+        }
+    }
+    for (m, t) in modules.iter().zip(&tables) {
+        if t.is_empty() {
+            continue;
+        }
+        for (i, l) in m.memlocs.iter().enumerate() {
+            if let Some(&s) = t.get(l.name.as_str())
+                && target_of[s].is_none()
+            {
+                target_of[s] = Some(i);
             }
-            t
-        })
-        .collect();
-    let mut slot_of: Vec<Vec<usize>> = Vec::new();
+        }
+    }
+    drop(tables);
+    let mut views = view_slot.into_iter();
+    let mut slot_of: Vec<Vec<usize>> = Vec::with_capacity(modules.len());
     for (core, m) in modules.iter().enumerate() {
-        let mut slots = Vec::new();
+        let mut slots = Vec::with_capacity(m.memlocs.len());
         for (i, l) in m.memlocs.iter().enumerate() {
             let s = match &l.remote_local_target {
                 None => base[core] + i,
                 Some(r) => {
-                    let target = names.get(r.core as usize).and_then(|t| t.get(r.name.as_str()));
-                    let Some(&t) = target else {
+                    let target = views.next().flatten().and_then(|s| target_of[s]);
+                    let Some(t) = target else {
                         return Err(InterleaveError::MissingRemote {
                             core,
                             view: l.name.clone(),

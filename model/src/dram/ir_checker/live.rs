@@ -54,7 +54,8 @@ impl LiveSegments {
 pub fn live_segments(m: &Module, f: &Function) -> LiveSegments {
     let nl = m.memlocs.len();
     // Pass 1: one (location, position, touch) per distinct location an instruction touches.
-    let mut flat: Vec<(u32, u64, Touch)> = Vec::new();
+    // Sized for the usual one or two reads and one write per instruction (grows past that).
+    let mut flat: Vec<(u32, u64, Touch)> = Vec::with_capacity(f.insts.len().saturating_mul(2));
     let mut pos = 0u64;
     for block in &f.blocks {
         for id in &block.insts {
@@ -113,16 +114,25 @@ pub fn live_segments(m: &Module, f: &Function) -> LiveSegments {
         }
         out.slot[loc] = out.touched.len() as u32;
         out.touched.push(MemLocId::from_index(loc));
-        out.segs.extend(segments(ev));
+        segments_into(ev, &mut out.segs);
         out.starts.push(out.segs.len());
     }
     out
 }
 
 /// The backward scan over one location's touches (ascending positions).
+#[cfg(test)]
 fn segments(ev: &[(u64, Touch)]) -> Vec<(u64, u64)> {
-    let first_write = ev.iter().find(|(_, t)| t.writes).map(|&(p, _)| p);
     let mut out = Vec::new();
+    segments_into(ev, &mut out);
+    out
+}
+
+/// [`segments`], appended to `all` (ascending; no allocation per location).
+fn segments_into(ev: &[(u64, Touch)], all: &mut Vec<(u64, u64)>) {
+    let first_write = ev.iter().find(|(_, t)| t.writes).map(|&(p, _)| p);
+    let from = all.len();
+    let out = all;
     // Some(top) while the location is live just above the current position.
     let mut open: Option<u64> = None;
     for &(p, t) in ev.iter().rev() {
@@ -139,8 +149,7 @@ fn segments(ev: &[(u64, Touch)]) -> Vec<(u64, u64)> {
     if let (Some(top), Some(&(p, _))) = (open, ev.first()) {
         out.push((p, top));
     }
-    out.reverse();
-    out
+    out[from..].reverse();
 }
 
 #[cfg(test)]
