@@ -6,18 +6,18 @@
 //! simulator sees only physical addresses, so this is where partition and
 //! bank are judged. It reads the modules' locations only, never the sync pass.
 //!
-//! Cost: O(V + L) expected for V views and L locations over all modules
-//! and the program. The views' targets are gathered first (a name table per
-//! target core, one table of target names), so each of the L locations is
-//! then only looked up, in a table no larger than the views, never inserted.
-//! The tables use the project's fixed [`NameMap`] hash (exact: keys compared
-//! in full), are looked up only, never iterated; the report follows the
-//! modules' order.
+//! Cost: O(L log L + V log V) for V views and L locations over all modules
+//! and the program, with no hash-table probe per location: each module that
+//! views name as their target, and the program, is listed as sorted (name
+//! hash, index) pairs, the views' target names as sorted (name hash, view)
+//! queries, and the two are merged in one pass (the project's fixed
+//! [`hash_name`]; names are compared in full where hashes meet, so a collision
+//! costs time, never an answer). The report follows the modules' order.
 
 use std::collections::BTreeMap;
 
 use lncsim_model::ir::{MemoryLocation, Module};
-use lncsim_model::namehash::NameMap;
+use lncsim_model::namehash::hash_name;
 
 type Place = (Option<u64>, u32, u32);
 
@@ -30,25 +30,28 @@ fn show((address, partition, bank): Place) -> String {
     format!("(address {a}, partition {partition}, bank {bank})")
 }
 
-/// `name`'s slot in `table`, a new one (pushed on `slots`) when it has none.
-fn slot<'a, T>(table: &mut NameMap<'a, usize>, name: &'a str, slots: &mut Vec<Option<T>>) -> usize {
-    *table.entry(name).or_insert_with(|| {
-        slots.push(None);
-        slots.len() - 1
-    })
-}
+/// One view's target name to look up: (its name's hash, the name, the view's index).
+type Query<'a> = (u64, &'a str, usize);
 
-/// Fills the empty slot of every location of `locs` whose name `table` holds (the first such location wins).
-fn fill<'a>(table: &NameMap<'_, usize>, locs: &'a [MemoryLocation], slots: &mut [Option<&'a MemoryLocation>]) {
-    if table.is_empty() {
+/// Fills `found[view]` for every query of `queries` whose slot is empty with
+/// the first location of `locs` of that name; sorts `queries` by hash.
+/// O(L log L + Q log Q) for L locations and Q queries.
+fn resolve<'a>(locs: &'a [MemoryLocation], queries: &mut [Query<'_>], found: &mut [Option<&'a MemoryLocation>]) {
+    if queries.is_empty() {
         return;
     }
-    for l in locs {
-        if let Some(&s) = table.get(l.name.as_str())
-            && let Some(v) = slots.get_mut(s)
-            && v.is_none()
-        {
-            *v = Some(l);
+    let mut sorted: Vec<(u64, usize)> = locs.iter().enumerate().map(|(i, l)| (hash_name(&l.name), i)).collect();
+    sorted.sort_unstable();
+    queries.sort_unstable_by_key(|q| q.0);
+    let mut at = 0;
+    for &(h, name, view) in queries.iter() {
+        while sorted.get(at).is_some_and(|e| e.0 < h) {
+            at += 1;
+        }
+        let Some(slot) = found.get_mut(view) else { continue };
+        if slot.is_none() {
+            let equal_hash = sorted[at..].iter().take_while(|e| e.0 == h);
+            *slot = equal_hash.map(|&(_, i)| &locs[i]).find(|l| l.name == name);
         }
     }
 }
@@ -56,41 +59,32 @@ fn fill<'a>(table: &NameMap<'_, usize>, locs: &'a [MemoryLocation], slots: &mut 
 /// The number of views compared (0: nothing to check), or every disagreement, one line each.
 pub fn check_equalized(program: &Module, per_core: &[Module]) -> Result<usize, Vec<String>> {
     let core_of = |k: usize, m: &Module| m.attrs.neuron_core_id.unwrap_or(k as u32);
-    // Every view's target (core, name), counted per core so each table is sized once (a rehash reads every name again).
-    let wanted: Vec<(u32, &str)> = per_core
-        .iter()
-        .flat_map(|m| &m.memlocs)
-        .filter_map(|l| l.remote_local_target.as_ref().map(|r| (r.core, r.name.as_str())))
-        .collect();
-    let mut per_target: BTreeMap<u32, usize> = BTreeMap::new();
-    for &(c, _) in &wanted {
-        *per_target.entry(c).or_default() += 1;
+    // Every view's target name, grouped by the target's core: one sorted query list per core.
+    let mut by_target: BTreeMap<u32, Vec<Query<'_>>> = BTreeMap::new();
+    let mut declared_queries: Vec<Query<'_>> = Vec::new();
+    for l in per_core.iter().flat_map(|m| &m.memlocs) {
+        let Some(r) = &l.remote_local_target else { continue };
+        let q = (hash_name(&r.name), r.name.as_str(), declared_queries.len());
+        by_target.entry(r.core).or_default().push(q);
+        declared_queries.push(q);
     }
-    let mut targets: BTreeMap<u32, NameMap<'_, usize>> =
-        per_target.into_iter().map(|(c, n)| (c, NameMap::with_capacity_and_hasher(n, Default::default()))).collect();
-    // (target core, name) -> an owner slot; name -> a declaration slot.
-    let mut target_names: NameMap<'_, usize> = NameMap::default();
-    target_names.reserve(wanted.len());
-    let (mut owners, mut declared) = (Vec::with_capacity(wanted.len()), Vec::with_capacity(wanted.len()));
-    let mut views: Vec<(usize, usize)> = Vec::with_capacity(wanted.len());
-    for &(c, name) in &wanted {
-        let owner = slot(targets.entry(c).or_default(), name, &mut owners);
-        views.push((owner, slot(&mut target_names, name, &mut declared)));
-    }
+    let views = declared_queries.len();
+    let mut owners: Vec<Option<&MemoryLocation>> = vec![None; views];
+    let mut declared: Vec<Option<&MemoryLocation>> = vec![None; views];
     for (k, m) in per_core.iter().enumerate() {
-        if let Some(t) = targets.get(&core_of(k, m)) {
-            fill(t, &m.memlocs, &mut owners);
+        if let Some(queries) = by_target.get_mut(&core_of(k, m)) {
+            resolve(&m.memlocs, queries, &mut owners);
         }
     }
-    fill(&target_names, &program.memlocs, &mut declared);
+    resolve(&program.memlocs, &mut declared_queries, &mut declared);
     let mut errs = Vec::new();
-    let mut next = views.iter();
+    let mut next = owners.iter().zip(&declared);
     for (k, m) in per_core.iter().enumerate() {
         let core = core_of(k, m);
         for l in &m.memlocs {
             let Some(r) = &l.remote_local_target else { continue };
-            let Some(&(o, d)) = next.next() else { continue };
-            let Some(owner) = owners.get(o).copied().flatten() else {
+            let Some((&owner, &declared)) = next.next() else { continue };
+            let Some(owner) = owner else {
                 errs.push(format!(
                     "core {core}: view `{}` names `{}` on core {}, which holds no such tensor",
                     l.name, r.name, r.core
@@ -107,7 +101,7 @@ pub fn check_equalized(program: &Module, per_core: &[Module]) -> Result<usize, V
                     show(place(owner))
                 ));
             }
-            if let Some(d) = declared.get(d).copied().flatten()
+            if let Some(d) = declared
                 && (d.partition, d.bank) != (owner.partition, owner.bank)
             {
                 errs.push(format!(
@@ -118,7 +112,7 @@ pub fn check_equalized(program: &Module, per_core: &[Module]) -> Result<usize, V
         }
     }
     errs.dedup();
-    if errs.is_empty() { Ok(views.len()) } else { Err(errs) }
+    if errs.is_empty() { Ok(views) } else { Err(errs) }
 }
 
 #[cfg(test)]
@@ -181,5 +175,18 @@ func main
             check_equalized(&program, &per_core),
             Err(vec!["core 1: view `t_in1` names `gone` on core 0, which holds no such tensor".into()])
         );
+    }
+
+    #[test]
+    fn the_first_location_of_a_repeated_owner_name_is_the_one_compared() {
+        let (program, mut per_core) = compiled();
+        let owner = per_core[0].memlocs.iter().position(|l| l.name == "t").expect("core 0 owns t");
+        let mut later = per_core[0].memlocs[owner].clone();
+        later.address = later.address.map(|a| a + 0x1000);
+        per_core[0].memlocs.push(later.clone());
+        assert_eq!(check_equalized(&program, &per_core), Ok(1), "a later `t` is not the owner");
+        per_core[0].memlocs.insert(0, later);
+        let errs = check_equalized(&program, &per_core).unwrap_err();
+        assert!(errs[0].contains("but its owner `t` on core 0"), "{errs:?}");
     }
 }
