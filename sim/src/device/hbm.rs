@@ -67,6 +67,29 @@ impl Allocation {
         self.chunks[c].get_or_insert_with(|| vec![0; len].into_boxed_slice())
     }
 
+    /// Appends the bytes `[off, off + len)` (inside the allocation) to `out`, chunk by chunk.
+    fn read_into(&self, off: usize, len: usize, out: &mut Vec<u8>) {
+        out.reserve(len);
+        let mut at = off;
+        while at < off + len {
+            let (c, o) = (at >> CHUNK_SHIFT, at & (CHUNK - 1));
+            let n = (CHUNK - o).min(off + len - at);
+            out.extend_from_slice(self.read(c, o, n));
+            at += n;
+        }
+    }
+
+    /// Writes `data` at `off` (inside the allocation), chunk by chunk.
+    fn write_from(&mut self, off: usize, data: &[u8]) {
+        let mut at = off;
+        while at < off + data.len() {
+            let (c, o) = (at >> CHUNK_SHIFT, at & (CHUNK - 1));
+            let n = (CHUNK - o).min(off + data.len() - at);
+            self.chunk_mut(c)[o..o + n].copy_from_slice(&data[at - off..at - off + n]);
+            at += n;
+        }
+    }
+
     /// Runs `f` on `[off, off + len)` (inside the allocation): in place when
     /// it lies in one chunk, else on a copy.
     fn with<R>(&self, off: usize, len: usize, f: impl FnOnce(&[u8]) -> R) -> R {
@@ -74,14 +97,8 @@ impl Allocation {
         if o + len <= CHUNK {
             return f(self.read(c, o, len));
         }
-        let mut buf = Vec::with_capacity(len);
-        let mut at = off;
-        while at < off + len {
-            let (c, o) = (at >> CHUNK_SHIFT, at & (CHUNK - 1));
-            let n = (CHUNK - o).min(off + len - at);
-            buf.extend_from_slice(self.read(c, o, n));
-            at += n;
-        }
+        let mut buf = Vec::new();
+        self.read_into(off, len, &mut buf);
         f(&buf)
     }
 
@@ -92,15 +109,10 @@ impl Allocation {
         if o + len <= CHUNK {
             return f(&mut self.chunk_mut(c)[o..o + len]);
         }
-        let mut buf = self.with(off, len, <[u8]>::to_vec);
+        let mut buf = Vec::new();
+        self.read_into(off, len, &mut buf);
         let r = f(&mut buf);
-        let mut at = off;
-        while at < off + len {
-            let (c, o) = (at >> CHUNK_SHIFT, at & (CHUNK - 1));
-            let n = (CHUNK - o).min(off + len - at);
-            self.chunk_mut(c)[o..o + n].copy_from_slice(&buf[at - off..at - off + n]);
-            at += n;
-        }
+        self.write_from(off, &buf);
         r
     }
 }
@@ -197,6 +209,22 @@ impl Hbm {
         let len = usize::try_from(len).ok()?;
         Some(a.with_mut(off, len, f))
     }
+
+    /// A copy of the bytes `[pa, pa + len)` (one copy, whatever chunks they
+    /// span); `None` if they are not inside one live allocation.
+    pub fn read(&mut self, pa: u64, len: u64) -> Option<Vec<u8>> {
+        let (a, off) = self.locate(pa, len)?;
+        let mut out = Vec::new();
+        a.read_into(off, usize::try_from(len).ok()?, &mut out);
+        Some(out)
+    }
+
+    /// Writes `data` at `pa` (straight into the chunks); `None` if the bytes are not inside one live allocation.
+    pub fn write(&mut self, pa: u64, data: &[u8]) -> Option<()> {
+        let (a, off) = self.locate(pa, data.len() as u64)?;
+        a.write_from(off, data);
+        Some(())
+    }
 }
 
 /// The device HBM: `[base, base + n * slice)`, tpb `t` allocating from slice `t`.
@@ -254,6 +282,16 @@ impl SlicedHbm {
     pub fn with_bytes_mut<R>(&mut self, pa: u64, len: u64, f: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
         self.slice_of(pa)?.with_bytes_mut(pa, len, f)
     }
+
+    /// [`Hbm::read`] on the slice holding `pa`.
+    pub fn read(&mut self, pa: u64, len: u64) -> Option<Vec<u8>> {
+        self.slice_of(pa)?.read(pa, len)
+    }
+
+    /// [`Hbm::write`] on the slice holding `pa`.
+    pub fn write(&mut self, pa: u64, data: &[u8]) -> Option<()> {
+        self.slice_of(pa)?.write(pa, data)
+    }
 }
 
 #[cfg(test)]
@@ -282,6 +320,12 @@ mod tests {
         let sum = h.with_bytes_mut(a + at, 8, |b| b.iter().map(|&x| u32::from(x)).sum::<u32>()).unwrap();
         assert_eq!(sum, span[..8].iter().map(|&x| u32::from(x)).sum::<u32>());
         assert!(h.allocs[&a].materialised());
+        // The one-copy read and write agree with the views.
+        assert_eq!(h.read(a, size), Some(want.clone()));
+        h.write(a + at + 1, &[7, 7, 7, 7]).unwrap();
+        want[at as usize + 1..at as usize + 5].fill(7);
+        assert_eq!(h.read(a + at, 6), Some(want[at as usize..at as usize + 6].to_vec()));
+        assert!(h.read(a + size, 1).is_none() && h.write(a + size - 2, &[0; 3]).is_none());
     }
 
     #[test]

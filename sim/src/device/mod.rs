@@ -180,7 +180,8 @@ impl SimDevice {
 
     /// Writes `data` at `pa` (simulator access: not counted, never faulted).
     pub fn write(&self, pa: u64, data: &[u8]) -> Result<(), DeviceError> {
-        self.with_bytes_mut(pa, data.len() as u64, |b| b.copy_from_slice(data))
+        let len = data.len() as u64;
+        self.lock().hbm.write(pa, data).ok_or(DeviceError::BadCopy { pa, len, injected: false })
     }
 
     /// Runs `f` on the device bytes `[pa, pa + len)`, borrowed in place when
@@ -190,7 +191,7 @@ impl SimDevice {
         self.lock().hbm.with_bytes(pa, len, f).ok_or(DeviceError::BadCopy { pa, len, injected: false })
     }
 
-    /// Runs `f` on the device bytes `[pa, pa + len)` mutably, in place. Same rule as [`SimDevice::with_bytes`].
+    /// Runs `f` on the device bytes `[pa, pa + len)` mutably (in place in one chunk, else on a copy written back). Same rule as [`SimDevice::with_bytes`].
     pub fn with_bytes_mut<R>(&self, pa: u64, len: u64, f: impl FnOnce(&mut [u8]) -> R) -> Result<R, DeviceError> {
         self.lock().hbm.with_bytes_mut(pa, len, f).ok_or(DeviceError::BadCopy { pa, len, injected: false })
     }
@@ -270,15 +271,11 @@ impl Device for SimDevice {
         if s.count(OpKind::CopyIn, tpb) {
             return Err(DeviceError::BadCopy { pa, len, injected: true });
         }
-        s.hbm.with_bytes_mut(pa, len, |b| b.copy_from_slice(data)).ok_or(DeviceError::BadCopy {
-            pa,
-            len,
-            injected: false,
-        })
+        s.hbm.write(pa, data).ok_or(DeviceError::BadCopy { pa, len, injected: false })
     }
 
     fn copy_out(&self, pa: u64, len: u64) -> Result<Vec<u8>, DeviceError> {
-        self.with_bytes(pa, len, <[u8]>::to_vec)
+        self.lock().hbm.read(pa, len).ok_or(DeviceError::BadCopy { pa, len, injected: false })
     }
 
     fn live_allocations(&self) -> usize {
