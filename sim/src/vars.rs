@@ -83,11 +83,22 @@ pub(crate) struct VarTable {
 impl VarTable {
     /// Builds the table from the images. Cost: O(v) hash lookups for v vars
     /// (looked up only, never iterated: owner ids follow the vars' order).
+    /// A private identity (`core<c>:<name>`) never recurs on another core, so
+    /// those are kept in one core's map, cleared for the next core: the table
+    /// probed is one core's vars, not every core's.
     pub(crate) fn new(images: &[CoreImage]) -> VarTable {
         let total: usize = images.iter().map(|i| i.vars.len()).sum();
+        let most = images.iter().map(|i| i.vars.len()).max().unwrap_or(0);
         let mut t =
             VarTable { vars: Vec::with_capacity(total), base: Vec::with_capacity(images.len()), owners: Vec::new() };
-        let mut owner_ids: HashMap<(OwnerKind, u32, &str), u32> = HashMap::with_capacity(total);
+        // Identities that may span cores (IO, weights, shared tensors), and this core's private ones.
+        let mut owner_ids: HashMap<(OwnerKind, u32, &str), u32> = HashMap::new();
+        let mut private_ids: HashMap<(u32, &str), u32> = HashMap::with_capacity(most);
+        // Clearing per image needs every image on its own core (as the loader stages them).
+        let mut cores: Vec<u32> = images.iter().map(|i| i.core).collect();
+        cores.sort_unstable();
+        cores.dedup();
+        let distinct = cores.len() == images.len();
         // Name of every shared tensor var -> the lowest and highest core declaring it.
         let mut shared_names: HashMap<&str, (u32, u32)> = HashMap::new();
         for img in images {
@@ -97,6 +108,9 @@ impl VarTable {
             }
         }
         for (ci, img) in images.iter().enumerate() {
+            if distinct {
+                private_ids.clear();
+            }
             t.base.push(t.vars.len() as u32);
             let suffix = view_name("", img.core);
             // The tensor a shared var of this core belongs to: `<t>` for a view `<t>_in<core>` when another core has `<t>`.
@@ -118,10 +132,18 @@ impl VarTable {
                 };
                 let g = t.vars.len() as u32;
                 let next = t.owners.len() as u32;
-                let owner = *owner_ids.entry((kind, core, &v.name[..len])).or_insert_with(|| {
-                    t.owners.push(Owner { kind, core, var: g, len: len as u32 });
-                    next
-                });
+                let key = &v.name[..len];
+                let owner = if kind == OwnerKind::Core {
+                    *private_ids.entry((core, key)).or_insert_with(|| {
+                        t.owners.push(Owner { kind, core, var: g, len: len as u32 });
+                        next
+                    })
+                } else {
+                    *owner_ids.entry((kind, core, key)).or_insert_with(|| {
+                        t.owners.push(Owner { kind, core, var: g, len: len as u32 });
+                        next
+                    })
+                };
                 t.vars.push(VarEntry {
                     core_ix: ci as u32,
                     name: v.name.clone(),

@@ -23,11 +23,11 @@
 //!   live allocations overlap.
 //!
 //! Cost: O(n log n) in vars + records + descriptors + tables + live
-//! allocations (lookups are by binary search, in ordered maps, or in hash
-//! maps that are looked up and never iterated; overlaps by one sort and a
-//! sweep), plus the bytes it reads back. Images are borrowed, never copied.
+//! allocations (lookups are by binary search or in ordered maps; overlaps by
+//! one sort and a sweep), plus the bytes it reads back. Images are borrowed,
+//! never copied; a piece's name is printed only when a finding names it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 
@@ -39,11 +39,38 @@ use crate::neff::manifest::{DefJson, DmaDesc, VarType};
 use crate::neff::npy::{NPY_MAGIC, parse_header};
 use crate::neff::{Neff, Subgraph};
 
+/// What a piece is, printed only when a finding names it (no string per var).
+#[derive(Clone, Copy)]
+enum What<'a> {
+    /// A def.json var: `<subgraph> var <name>`.
+    Var(&'a str, &'a str),
+    /// An engine's stream or ring: `<subgraph> <engine> <stream|ring>`.
+    Engine(&'a str, &'static str, &'static str),
+    /// An engine table: `<subgraph> table <member>`.
+    Table(&'a str, &'a str),
+    /// An IO buffer: `io <name>`.
+    Io(&'a str),
+    /// The shared region.
+    Shared,
+}
+
+impl std::fmt::Display for What<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            What::Var(sg, name) => write!(f, "{sg} var {name}"),
+            What::Engine(sg, engine, part) => write!(f, "{sg} {engine} {part}"),
+            What::Table(sg, member) => write!(f, "{sg} table {member}"),
+            What::Io(name) => write!(f, "io {name}"),
+            What::Shared => f.write_str("the shared region"),
+        }
+    }
+}
+
 /// A byte range someone owns, for the overlap sweep.
-struct Piece {
+struct Piece<'a> {
     pa: u64,
     len: u64,
-    what: String,
+    what: What<'a>,
 }
 
 /// Live allocations sorted by address, for O(log n) containment queries.
@@ -82,7 +109,12 @@ pub fn check_models<D: Device + ?Sized>(dev: &D, neff: &Neff, models: &[Model]) 
     check(dev, neff, &images, Some(models))
 }
 
-fn check<D: Device + ?Sized>(dev: &D, neff: &Neff, images: &[&CoreImage], models: Option<&[Model]>) -> Vec<String> {
+fn check<'a, D: Device + ?Sized>(
+    dev: &D,
+    neff: &'a Neff,
+    images: &[&'a CoreImage],
+    models: Option<&'a [Model]>,
+) -> Vec<String> {
     let mut bad = Vec::new();
     if images.len() != neff.subgraphs.len() {
         bad.push(format!("{} images for {} subgraphs", images.len(), neff.subgraphs.len()));
@@ -99,7 +131,7 @@ fn check<D: Device + ?Sized>(dev: &D, neff: &Neff, images: &[&CoreImage], models
     }
     let mut io: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
     let mut shared: Option<(u64, u64)> = None;
-    let mut owned: Vec<Piece> = Vec::new();
+    let mut owned: Vec<Piece<'a>> = Vec::new();
     for (c, (img, sg)) in images.iter().zip(&neff.subgraphs).enumerate() {
         if img.core != c as u32 {
             bad.push(format!("image {c} says core {}", img.core));
@@ -119,7 +151,7 @@ fn check<D: Device + ?Sized>(dev: &D, neff: &Neff, images: &[&CoreImage], models
                     && pa.checked_add(len).is_some_and(|e| e <= m.carveout.pa.saturating_add(m.carveout.size))
             })
         };
-        let mut private = |bad: &mut Vec<String>, pa: u64, len: u64, what: String| {
+        let mut private = |bad: &mut Vec<String>, pa: u64, len: u64, what: What<'a>| {
             if !in_carve(pa, len) {
                 bad.push(format!("{what}: [{pa:#x}, +{len:#x}) is outside its core's carve-out"));
             }
@@ -146,21 +178,21 @@ fn check<D: Device + ?Sized>(dev: &D, neff: &Neff, images: &[&CoreImage], models
         for s in &img.engines {
             let stream_len = s.records.saturating_mul(RECORD_SIZE as u64);
             let ring_len = s.descriptors.saturating_mul(DESCRIPTOR_SIZE as u64);
-            private(&mut bad, s.pa, stream_len, format!("{} {} stream", sg.name, s.engine.key()));
-            private(&mut bad, s.ring_pa, ring_len, format!("{} {} ring", sg.name, s.engine.key()));
+            private(&mut bad, s.pa, stream_len, What::Engine(&sg.name, s.engine.key(), "stream"));
+            private(&mut bad, s.ring_pa, ring_len, What::Engine(&sg.name, s.engine.key(), "ring"));
         }
         bad.extend(check_streams(dev, neff, img, sg));
         if let Some(m) = model {
             for t in &m.tables {
-                private(&mut bad, t.pa, t.len, format!("{} table {}", sg.name, t.member));
+                private(&mut bad, t.pa, t.len, What::Table(&sg.name, &t.member));
             }
             bad.extend(check_tables(dev, neff, sg, m));
         }
     }
     bad.extend(check_views(neff, images));
     // Private pieces, IO buffers (at their real size) and the shared region never overlap.
-    owned.extend(io.iter().map(|(n, &(pa, len))| Piece { pa, len, what: format!("io {n}") }));
-    owned.extend(shared.map(|(pa, len)| Piece { pa, len, what: "the shared region".to_owned() }));
+    owned.extend(io.iter().map(|(n, &(pa, len))| Piece { pa, len, what: What::Io(n) }));
+    owned.extend(shared.map(|(pa, len)| Piece { pa, len, what: What::Shared }));
     bad.extend(overlaps(owned));
     bad
 }
@@ -175,7 +207,7 @@ enum Owner<'n> {
     Shared,
 }
 
-type Own<'a, 'n> = dyn FnMut(&mut Vec<String>, Owner<'n>, u64, u64, String) + 'a;
+type Own<'a, 'n> = dyn FnMut(&mut Vec<String>, Owner<'n>, u64, u64, What<'n>) + 'a;
 
 fn check_vars<'n, D: Device + ?Sized>(
     dev: &D,
@@ -202,7 +234,7 @@ fn check_vars<'n, D: Device + ?Sized>(
             bad.push(format!("{}: var {name} (id {}) missing from the image", sg.name, v.var_id));
             continue;
         };
-        let at = format!("{} var {name}", sg.name);
+        let at = What::Var(&sg.name, name);
         if iv.name != *name || iv.var_type != v.var_type {
             bad.push(format!("{at}: image has {:?} of type {}", iv.name, iv.var_type));
         }
@@ -273,7 +305,8 @@ fn file_payload(neff: &Neff, sg: &Subgraph, file: Option<&str>) -> Vec<u8> {
 fn check_streams<D: Device + ?Sized>(dev: &D, neff: &Neff, img: &CoreImage, sg: &Subgraph) -> Vec<String> {
     let mut bad = Vec::new();
     let def = &sg.def;
-    let pa_of = |name: &str| def.var.get(name).and_then(|v| img.vars.get(v.var_id as usize)).map(|v| v.pa);
+    let id_of = |name: &str| def.var.get(name).map(|v| v.var_id);
+    let pa_of = |id: Option<u32>| id.and_then(|id| img.vars.get(id as usize)).map(|v| v.pa);
     let queue_index = queue_indices(def);
     for s in &img.engines {
         let at = format!("{} {}", sg.name, s.engine.key());
@@ -285,10 +318,12 @@ fn check_streams<D: Device + ?Sized>(dev: &D, neff: &Neff, img: &CoreImage, sg: 
             bad.push(format!("{at}: {} descriptors, engine json has {}", s.descriptors, descs.len()));
         }
         let ring = dev.copy_out(s.ring_pa, s.descriptors.saturating_mul(DESCRIPTOR_SIZE as u64)).unwrap_or_default();
-        for (i, d) in descs.iter().enumerate() {
+        // Each descriptor's (from, to) var ids, looked up by name once.
+        let ids: Vec<(Option<u32>, Option<u32>)> = descs.iter().map(|d| (id_of(&d.from), id_of(&d.to))).collect();
+        for (i, (d, &(from, to))) in descs.iter().zip(&ids).enumerate() {
             let want = DeviceDescriptor {
-                src: pa_of(&d.from).unwrap_or(0).wrapping_add(d.from_off),
-                dst: pa_of(&d.to).unwrap_or(0).wrapping_add(d.to_off),
+                src: pa_of(from).unwrap_or(0).wrapping_add(d.from_off),
+                dst: pa_of(to).unwrap_or(0).wrapping_add(d.to_off),
                 size: d.size,
                 queue: queue_index.get(&d.queue).copied().unwrap_or(u32::MAX),
                 flags: 0,
@@ -302,8 +337,7 @@ fn check_streams<D: Device + ?Sized>(dev: &D, neff: &Neff, img: &CoreImage, sg: 
         if s.operand_vars.len() as u64 != s.records || s.descriptor_vars.len() as u64 != s.descriptors {
             bad.push(format!("{at}: debug info does not match the stream and ring"));
         }
-        for (i, d) in descs.iter().enumerate() {
-            let ids = (def.var.get(&d.from).map(|v| v.var_id), def.var.get(&d.to).map(|v| v.var_id));
+        for (i, (d, &ids)) in descs.iter().zip(&ids).enumerate() {
             if s.descriptor_vars.get(i).map(|&(a, b)| (Some(a), Some(b))) != Some(ids) {
                 bad.push(format!("{at} dma[{i}]: descriptor_vars do not name {} -> {}", d.from, d.to));
             }
@@ -404,19 +438,24 @@ fn check_views(neff: &Neff, images: &[&CoreImage]) -> Vec<String> {
     let pa = |img: &CoreImage, id: u32| img.vars.get(id as usize).map(|v| v.pa);
     // Each subgraph's shared views, found once.
     let views: Vec<Vec<(&str, u32)>> = neff.subgraphs.iter().map(shared_views).collect();
-    // name -> [(core, pa)] of every shared view, in core order; a hash index,
-    // looked up only, never iterated (findings follow the cores' order). O(n).
-    let mut by_name: HashMap<&str, Vec<(usize, u64)>> = HashMap::new();
+    // (name, core, pa) of every shared view, sorted by (name, core): one flat
+    // array, no per-name heap object; a name's views are a binary-searched run
+    // in core order (findings follow the cores' order). O(n log n).
+    let mut by_name: Vec<(&str, usize, u64)> = Vec::with_capacity(views.iter().map(Vec::len).sum());
     for (c, (img, vs)) in images.iter().zip(&views).enumerate() {
-        for &(n, id) in vs {
-            by_name.entry(n).or_default().extend(pa(img, id).map(|p| (c, p)));
-        }
+        by_name.extend(vs.iter().filter_map(|&(n, id)| pa(img, id).map(|p| (n, c, p))));
     }
+    by_name.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    let named = |t: &str| {
+        let first = by_name.partition_point(|e| e.0 < t);
+        let n = by_name[first..].partition_point(|e| e.0 == t);
+        &by_name[first..first + n]
+    };
     for (c, (img, vs)) in images.iter().zip(&views).enumerate() {
         let suffix = format!("_in{c}");
         for &(name, id) in vs {
             let (Some(t), Some(at)) = (name.strip_suffix(&suffix), pa(img, id)) else { continue };
-            for &(o, opa) in by_name.get(t).into_iter().flatten() {
+            for &(_, o, opa) in named(t) {
                 if o != c && opa != at {
                     bad.push(format!("sg{c:02} {name} at {at:#x} but sg{o:02} {t} at {opa:#x}"));
                 }
@@ -452,7 +491,8 @@ fn shared_views(sg: &Subgraph) -> Vec<(&str, u32)> {
 /// One line per piece that starts before the furthest-reaching earlier piece ends (one sort, one sweep).
 fn overlaps(mut owned: Vec<Piece>) -> Vec<String> {
     owned.retain(|o| o.len > 0);
-    owned.sort_by(|a, b| (a.pa, a.len, &a.what).cmp(&(b.pa, b.len, &b.what)));
+    // Ties on (pa, len) are overlaps, hence rare: only they print their names to order them.
+    owned.sort_by(|a, b| (a.pa, a.len).cmp(&(b.pa, b.len)).then_with(|| a.what.to_string().cmp(&b.what.to_string())));
     let mut bad = Vec::new();
     let mut reach: Option<usize> = None;
     for i in 0..owned.len() {

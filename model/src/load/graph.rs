@@ -186,9 +186,14 @@ type Resolved = (BTreeMap<String, IoVar>, Vec<RemoteVar>, u64);
 ///   shared var of another subgraph is that subgraph's tensor: both must sit
 ///   at the same offset with the same size (what `sync_shared_allocations`
 ///   guarantees), else the NEFF is refused.
+///
+/// Cost: O(n log n) in vars (sorts of flat arrays and binary searches; one
+/// ordered map of the IO names).
 pub fn kelf_resolve_vtpb_remote_variables(kbins: &[Kbin]) -> Result<Resolved, LoadError> {
     let mut io: BTreeMap<String, IoVar> = BTreeMap::new();
-    let mut shared: BTreeMap<(u32, &str), (u64, u64)> = BTreeMap::new();
+    // (subgraph, name, offset, size) of every shared view: flat arrays and
+    // sorts instead of per-name maps (names are unique in a subgraph).
+    let mut shared: Vec<(u32, &str, u64, u64)> = Vec::new();
     for k in kbins {
         for v in k.vars.values() {
             if v.place == Place::Io {
@@ -211,24 +216,26 @@ pub fn kelf_resolve_vtpb_remote_variables(kbins: &[Kbin]) -> Result<Resolved, Lo
                 e.sgs.push(k.sg);
             }
             if let (Place::Shared(off), VarKind::Virtual { .. }) = (v.place, &v.kind) {
-                shared.insert((k.sg, v.name.as_str()), (off, v.size));
+                shared.push((k.sg, v.name.as_str(), off, v.size));
             }
         }
     }
-    // Owners by name: a view `<t>_in<sg>` looks its tensor `t` up here.
-    let mut by_name: BTreeMap<&str, Vec<(u32, u64, u64)>> = BTreeMap::new();
-    for (&(sg, name), &(off, size)) in &shared {
-        by_name.entry(name).or_default().push((sg, off, size));
-    }
-    let mut remote: BTreeMap<(u32, String), RemoteVar> = BTreeMap::new();
+    // In (subgraph, name) order: the order of the checks and so of the first refusal.
+    shared.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    // Owners by name, sorted by (name, subgraph): a view `<t>_in<sg>` binary-searches its tensor `t`.
+    let mut by_name: Vec<(&str, u32, u64, u64)> = shared.iter().map(|&(sg, n, off, size)| (n, sg, off, size)).collect();
+    by_name.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    // (owner, tensor, offset, size, subgraph, view) of every resolved view.
+    let mut views: Vec<(u32, &str, u64, u64, u32, &str)> = Vec::new();
     let mut suffix = (u32::MAX, String::new());
-    for (&(sg, name), &(off, size)) in &shared {
+    for &(sg, name, off, size) in &shared {
         // `shared` is in subgraph order: one suffix per subgraph.
         if suffix.0 != sg {
             suffix = (sg, view_name("", sg));
         }
         let Some(t) = name.strip_suffix(suffix.1.as_str()) else { continue };
-        let Some(&(o, o_off, o_size)) = by_name.get(t).and_then(|v| v.iter().find(|(o, ..)| *o != sg)) else {
+        let first = by_name.partition_point(|e| e.0 < t);
+        let Some(&(_, o, o_off, o_size)) = by_name[first..].iter().take_while(|e| e.0 == t).find(|e| e.1 != sg) else {
             continue;
         };
         if (o_off, o_size) != (off, size) {
@@ -241,14 +248,25 @@ pub fn kelf_resolve_vtpb_remote_variables(kbins: &[Kbin]) -> Result<Resolved, Lo
             ));
         }
         marks::hit("load.s2.remote_var_resolved");
-        remote
-            .entry((o, t.to_owned()))
-            .or_insert_with(|| RemoteVar { name: t.to_owned(), owner: o, offset: off, size, views: Vec::new() })
-            .views
-            .push((sg, name.to_owned()));
+        views.push((o, t, off, size, sg, name));
+    }
+    // Grouped by (owner, tensor), in that order; the stable sort keeps each group's views in subgraph order.
+    views.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    let mut remote: Vec<RemoteVar> = Vec::new();
+    for (o, t, off, size, sg, name) in views {
+        match remote.last_mut() {
+            Some(r) if r.owner == o && r.name == t => r.views.push((sg, name.to_owned())),
+            _ => remote.push(RemoteVar {
+                name: t.to_owned(),
+                owner: o,
+                offset: off,
+                size,
+                views: vec![(sg, name.to_owned())],
+            }),
+        }
     }
     let shared_size = kbins.iter().map(|k| k.shared_size).max().unwrap_or(0);
-    Ok((io, remote.into_values().collect(), shared_size))
+    Ok((io, remote, shared_size))
 }
 
 /// `vtpb_ptpb_num_cores_to_vtpb_num_cores`: `nkbin` physical subgraphs must

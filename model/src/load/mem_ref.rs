@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::error::LoadError;
 use super::kbin::{IMPLICIT_SCRATCHPAD, KbinVar, MlaResources, Place, bad};
-use super::relocate::{RelativeDescriptor, memory_operands, translate_pseudo_instrs};
+use super::relocate::{RelativeDescriptor, count_pseudo_instrs, memory_operands};
 use super::var_table::VarTable;
 use crate::codegen::VarKind;
 use crate::codegen::record::{Opcode, Operand, RECORD_SIZE, Record};
@@ -176,6 +176,7 @@ pub(super) fn resolve_virtuals(
         .map(|(name, d)| (d.var_id, name.as_str(), d))
         .collect();
     virtuals.sort_unstable_by_key(|&(id, ..)| id);
+    let mut last_backing: Option<(&str, Option<u32>)> = None;
     for (id, name, def) in virtuals {
         let size = match vars.get(id) {
             Some(v) => v.size,
@@ -194,7 +195,15 @@ pub(super) fn resolve_virtuals(
             }
             continue;
         };
-        let b = ids.get(backing.as_str()).copied();
+        // Views name few distinct backings: the last one looked up is remembered.
+        let b = match last_backing {
+            Some((n, id)) if n == backing.as_str() => id,
+            _ => {
+                let id = ids.get(backing.as_str()).copied();
+                last_backing = Some((backing.as_str(), id));
+                id
+            }
+        };
         let bv = b
             .and_then(|b| vars.get(b))
             .ok_or_else(|| bad(sg, format!("virtual var {name:?}: no backing {backing:?}")))?;
@@ -289,8 +298,8 @@ pub(super) fn decode_stream(
         debug_assert!(memory_operands(r.opcode) <= 3);
     }
     let mut check = |op: Operand| -> Result<u64, String> { operand_in_var(vars, op).map(|_| 0) };
-    let t = translate_pseudo_instrs(e, &records, &mut check).map_err(|err| bad(sg, format!("{file}.bin {err}")))?;
-    Ok((records, t.records.len() as u64))
+    let n = count_pseudo_instrs(e, &records, &mut check).map_err(|err| bad(sg, format!("{file}.bin {err}")))?;
+    Ok((records, n))
 }
 
 /// The var a compiler-form operand names, if the operand lies inside it and it is in HBM.

@@ -99,6 +99,33 @@ pub fn translate_pseudo_instrs(
     let mut out = Vec::with_capacity(records.len());
     let mut vars = Vec::with_capacity(records.len());
     let mut patches = Vec::new();
+    walk(engine, records, resolve, &mut patches, |r, v| {
+        out.push(r);
+        vars.push(v);
+    })?;
+    debug_assert!(out.iter().all(|r| r.waits.iter().flatten().count() <= MAX_WAITS));
+    Ok(Translated { records: out, operand_vars: vars, patches })
+}
+
+/// Sub-layer (a) as a check only: the device record count of one engine
+/// stream, with the errors of [`translate_pseudo_instrs`], without building
+/// the device stream (the S3 validation, which drops it). O(n) in records,
+/// no allocation but the patches.
+pub fn count_pseudo_instrs(engine: Engine, records: &[Record], resolve: &mut Resolve<'_>) -> Result<u64, String> {
+    let mut patches = Vec::new();
+    walk(engine, records, resolve, &mut patches, |_, _| {})
+}
+
+/// The walk of sub-layer (a): hands every device record and its operand
+/// vars to `emit`, appends the patches, and returns the device record count.
+fn walk(
+    engine: Engine,
+    records: &[Record],
+    resolve: &mut Resolve<'_>,
+    patches: &mut Vec<KbinPatch>,
+    mut emit: impl FnMut(Record, [Option<u32>; 3]),
+) -> Result<u64, String> {
+    let mut emitted = 0u64;
     let mut ip = 0usize;
     while ip < records.len() {
         let r = records[ip];
@@ -117,7 +144,7 @@ pub fn translate_pseudo_instrs(
                     srcs.extend_from_slice(&e.ops[..e.imm as usize]);
                 }
                 let dst = physical(r.ops[0], 0, resolve).map_err(at)?;
-                let device_ip = out.len() as u64;
+                let device_ip = emitted;
                 let n = srcs.len();
                 for (k, pair) in (1..n).enumerate() {
                     let mut add = Record::new(Opcode::Add, r.debug_id);
@@ -128,7 +155,7 @@ pub fn translate_pseudo_instrs(
                         (dst, r.ops[0].a)
                     };
                     add.ops = [dst, lhs, physical(srcs[pair], pair + 1, resolve).map_err(at)?];
-                    vars.push([Some(r.ops[0].a), Some(lhs_var), Some(srcs[pair].a)]);
+                    let vars = [Some(r.ops[0].a), Some(lhs_var), Some(srcs[pair].a)];
                     if k == 0 {
                         add.waits = r.waits;
                     }
@@ -136,7 +163,8 @@ pub fn translate_pseudo_instrs(
                         add.flags |= r.flags & (FLAG_SIGNAL | FLAG_COLLECTIVE);
                         add.signal = r.signal;
                     }
-                    out.push(add);
+                    emit(add, vars);
+                    emitted += 1;
                 }
                 marks::hit("load.s5.pseudo_expanded");
                 let (slots, expanded) = (1 + exts as u64, (n - 1) as u64);
@@ -154,17 +182,16 @@ pub fn translate_pseudo_instrs(
                     *dst = physical(r.ops[slot], slot, resolve).map_err(at)?;
                     *var = Some(r.ops[slot].a);
                 }
-                vars.push(v);
                 if n > 0 {
                     d.flags |= FLAG_RELOCATED;
                 }
-                out.push(d);
+                emit(d, v);
+                emitted += 1;
                 ip += 1;
             }
         }
     }
-    debug_assert!(out.iter().all(|r| r.waits.iter().flatten().count() <= MAX_WAITS));
-    Ok(Translated { records: out, operand_vars: vars, patches })
+    Ok(emitted)
 }
 
 /// `kbin_patch_device_ip_to_neff_ip`: the NEFF IP of a device IP (an IP
@@ -302,6 +329,27 @@ mod tests {
         e.imm = 0;
         assert!(translate_pseudo_instrs(Engine::Pe, &[p, e, e], &mut base).unwrap_err().contains("not an Ext"));
         assert!(translate_pseudo_instrs(Engine::Pe, &[e], &mut base).unwrap_err().contains("without a preceding"));
+    }
+
+    #[test]
+    fn the_count_alone_equals_the_translation_and_refuses_alike() {
+        let mut p = Record::new(Opcode::PseudoAddN, 7);
+        p.ops = [Operand::var(0, 0, 4), Operand::var(1, 0, 4), Operand::var(2, 0, 4)];
+        p.imm = 1;
+        let mut e = Record::new(Opcode::Ext, 7);
+        e.ops = [Operand::var(3, 0, 4), Operand::var(4, 0, 4), Operand::var(5, 0, 4)];
+        e.imm = 3;
+        let ret = Record::new(Opcode::Return, 8);
+        let stream = [ret, p, e, ret, p, e];
+        let t = translate_pseudo_instrs(Engine::Pool, &stream, &mut base).unwrap();
+        assert_eq!(count_pseudo_instrs(Engine::Pool, &stream, &mut base), Ok(t.records.len() as u64));
+        assert_eq!(t.records.len(), 10);
+        let mut bad = p;
+        bad.ops[2].a = 42;
+        let broken = [ret, bad, e];
+        let want = translate_pseudo_instrs(Engine::Pool, &broken, &mut base).unwrap_err();
+        assert_eq!(count_pseudo_instrs(Engine::Pool, &broken, &mut base), Err(want));
+        assert!(count_pseudo_instrs(Engine::Pool, &[e], &mut base).unwrap_err().contains("without a preceding"));
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //!
 //! Allocations live in a `BTreeMap` keyed by physical address, so the
 //! first-fit scan walks them in address order and every result depends only
-//! on the sequence of calls. An allocation's bytes are materialised on first
-//! touch (zeros until then), so a large carve-out costs nothing until used.
+//! on the sequence of calls. An allocation's bytes are materialised by chunk
+//! of 64 KiB on first write (zeros until then; reads materialise nothing), so
+//! a large carve-out costs only the chunks written.
 //!
 //! [`SlicedHbm`] is the device's HBM: one address space that every core can
 //! read and write, whose allocator serves each tpb from its own slice (as the
@@ -21,14 +22,98 @@ pub struct Allocation {
     pub tpb: u32,
     /// Size in bytes (at least 1).
     pub size: u64,
-    /// Its bytes: empty until first touched, then exactly `size` long.
-    data: Vec<u8>,
+    /// Its bytes by chunk of `CHUNK` bytes (the last one shorter): empty
+    /// until first written, then one slot per chunk, `None` (zeros) until
+    /// that chunk is written. A read never materialises anything, so bytes
+    /// read before they are written cost no host page (and their first
+    /// write no copy-on-write of the zero page).
+    chunks: Vec<Option<Box<[u8]>>>,
 }
 
+/// Bytes per chunk of an allocation's storage (a power of two).
+const CHUNK_SHIFT: u32 = 16;
+/// Bytes per chunk.
+const CHUNK: usize = 1 << CHUNK_SHIFT;
+/// What an unwritten chunk reads as.
+static ZEROS: [u8; CHUNK] = [0; CHUNK];
+
 impl Allocation {
-    /// Whether the bytes were ever touched (materialised).
+    /// Whether the bytes were ever written (materialised).
     pub fn materialised(&self) -> bool {
-        !self.data.is_empty()
+        self.chunks.iter().any(Option::is_some)
+    }
+
+    /// Bytes of chunk `c` (`CHUNK`, the last one what is left of `size`).
+    fn chunk_len(&self, c: usize) -> usize {
+        let start = (c as u64) << CHUNK_SHIFT;
+        self.size.saturating_sub(start).min(CHUNK as u64) as usize
+    }
+
+    /// The bytes `[off, off + len)` of chunk `c`, zeros when it was never written.
+    fn read(&self, c: usize, off: usize, len: usize) -> &[u8] {
+        match self.chunks.get(c) {
+            Some(Some(b)) => &b[off..off + len],
+            _ => &ZEROS[..len],
+        }
+    }
+
+    /// Chunk `c`, materialised (zeros) if it was not.
+    fn chunk_mut(&mut self, c: usize) -> &mut [u8] {
+        if self.chunks.is_empty() {
+            let n = (self.size as usize).div_ceil(CHUNK);
+            self.chunks.resize_with(n, || None);
+        }
+        let len = self.chunk_len(c);
+        self.chunks[c].get_or_insert_with(|| vec![0; len].into_boxed_slice())
+    }
+
+    /// Appends the bytes `[off, off + len)` (inside the allocation) to `out`, chunk by chunk.
+    fn read_into(&self, off: usize, len: usize, out: &mut Vec<u8>) {
+        out.reserve(len);
+        let mut at = off;
+        while at < off + len {
+            let (c, o) = (at >> CHUNK_SHIFT, at & (CHUNK - 1));
+            let n = (CHUNK - o).min(off + len - at);
+            out.extend_from_slice(self.read(c, o, n));
+            at += n;
+        }
+    }
+
+    /// Writes `data` at `off` (inside the allocation), chunk by chunk.
+    fn write_from(&mut self, off: usize, data: &[u8]) {
+        let mut at = off;
+        while at < off + data.len() {
+            let (c, o) = (at >> CHUNK_SHIFT, at & (CHUNK - 1));
+            let n = (CHUNK - o).min(off + data.len() - at);
+            self.chunk_mut(c)[o..o + n].copy_from_slice(&data[at - off..at - off + n]);
+            at += n;
+        }
+    }
+
+    /// Runs `f` on `[off, off + len)` (inside the allocation): in place when
+    /// it lies in one chunk, else on a copy.
+    fn with<R>(&self, off: usize, len: usize, f: impl FnOnce(&[u8]) -> R) -> R {
+        let (c, o) = (off >> CHUNK_SHIFT, off & (CHUNK - 1));
+        if o + len <= CHUNK {
+            return f(self.read(c, o, len));
+        }
+        let mut buf = Vec::new();
+        self.read_into(off, len, &mut buf);
+        f(&buf)
+    }
+
+    /// Runs `f` on `[off, off + len)` mutably: in place when it lies in one
+    /// chunk, else on a copy written back after.
+    fn with_mut<R>(&mut self, off: usize, len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
+        let (c, o) = (off >> CHUNK_SHIFT, off & (CHUNK - 1));
+        if o + len <= CHUNK {
+            return f(&mut self.chunk_mut(c)[o..o + len]);
+        }
+        let mut buf = Vec::new();
+        self.read_into(off, len, &mut buf);
+        let r = f(&mut buf);
+        self.write_from(off, &buf);
+        r
     }
 }
 
@@ -79,7 +164,7 @@ impl Hbm {
     }
 
     fn insert(&mut self, pa: u64, tpb: u32, size: u64) -> u64 {
-        self.allocs.insert(pa, Allocation { tpb, size, data: Vec::new() });
+        self.allocs.insert(pa, Allocation { tpb, size, chunks: Vec::new() });
         pa
     }
 
@@ -106,9 +191,8 @@ impl Hbm {
         if end > a.size {
             return None;
         }
-        if a.data.is_empty() {
-            a.data = vec![0; usize::try_from(a.size).ok()?];
-        }
+        // Sizes fit the host's address space before anything is indexed by them.
+        usize::try_from(a.size).ok()?;
         Some((a, usize::try_from(off).ok()?))
     }
 
@@ -116,14 +200,30 @@ impl Hbm {
     pub fn with_bytes<R>(&mut self, pa: u64, len: u64, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         let (a, off) = self.locate(pa, len)?;
         let len = usize::try_from(len).ok()?;
-        Some(f(&a.data[off..off + len]))
+        Some(a.with(off, len, f))
     }
 
     /// Runs `f` on the bytes `[pa, pa + len)` mutably; `None` if they are not inside one live allocation.
     pub fn with_bytes_mut<R>(&mut self, pa: u64, len: u64, f: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
         let (a, off) = self.locate(pa, len)?;
         let len = usize::try_from(len).ok()?;
-        Some(f(&mut a.data[off..off + len]))
+        Some(a.with_mut(off, len, f))
+    }
+
+    /// A copy of the bytes `[pa, pa + len)` (one copy, whatever chunks they
+    /// span); `None` if they are not inside one live allocation.
+    pub fn read(&mut self, pa: u64, len: u64) -> Option<Vec<u8>> {
+        let (a, off) = self.locate(pa, len)?;
+        let mut out = Vec::new();
+        a.read_into(off, usize::try_from(len).ok()?, &mut out);
+        Some(out)
+    }
+
+    /// Writes `data` at `pa` (straight into the chunks); `None` if the bytes are not inside one live allocation.
+    pub fn write(&mut self, pa: u64, data: &[u8]) -> Option<()> {
+        let (a, off) = self.locate(pa, data.len() as u64)?;
+        a.write_from(off, data);
+        Some(())
     }
 }
 
@@ -182,11 +282,51 @@ impl SlicedHbm {
     pub fn with_bytes_mut<R>(&mut self, pa: u64, len: u64, f: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
         self.slice_of(pa)?.with_bytes_mut(pa, len, f)
     }
+
+    /// [`Hbm::read`] on the slice holding `pa`.
+    pub fn read(&mut self, pa: u64, len: u64) -> Option<Vec<u8>> {
+        self.slice_of(pa)?.read(pa, len)
+    }
+
+    /// [`Hbm::write`] on the slice holding `pa`.
+    pub fn write(&mut self, pa: u64, data: &[u8]) -> Option<()> {
+        self.slice_of(pa)?.write(pa, data)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_across_chunks_read_and_write_like_one_array_and_reads_materialise_nothing() {
+        let size = 3 * CHUNK as u64 + 100;
+        let mut h = Hbm::new(0, 1 << 30);
+        let a = h.alloc(0, size, 1).unwrap();
+        assert_eq!(h.with_bytes(a + 10, size - 10, |b| b.iter().all(|&x| x == 0)), Some(true));
+        assert!(!h.allocs[&a].materialised(), "a read materialises nothing");
+        // One write spanning three chunks, one inside the short last chunk, one at the very end.
+        let span: Vec<u8> = (0..2 * CHUNK + 7).map(|i| (i % 251) as u8).collect();
+        let at = CHUNK as u64 - 3;
+        h.with_bytes_mut(a + at, span.len() as u64, |b| b.copy_from_slice(&span)).unwrap();
+        h.with_bytes_mut(a + size - 1, 1, |b| b[0] = 9).unwrap();
+        assert!(h.with_bytes_mut(a + size - 1, 2, |_| ()).is_none(), "past the end");
+        let mut want = vec![0u8; size as usize];
+        want[at as usize..at as usize + span.len()].copy_from_slice(&span);
+        want[size as usize - 1] = 9;
+        assert_eq!(h.with_bytes(a, size, <[u8]>::to_vec), Some(want.clone()));
+        assert_eq!(h.with_bytes(a + CHUNK as u64 - 1, 2, <[u8]>::to_vec), Some(want[CHUNK - 1..CHUNK + 1].to_vec()));
+        // A mutable view across chunks sees the bytes already there.
+        let sum = h.with_bytes_mut(a + at, 8, |b| b.iter().map(|&x| u32::from(x)).sum::<u32>()).unwrap();
+        assert_eq!(sum, span[..8].iter().map(|&x| u32::from(x)).sum::<u32>());
+        assert!(h.allocs[&a].materialised());
+        // The one-copy read and write agree with the views.
+        assert_eq!(h.read(a, size), Some(want.clone()));
+        h.write(a + at + 1, &[7, 7, 7, 7]).unwrap();
+        want[at as usize + 1..at as usize + 5].fill(7);
+        assert_eq!(h.read(a + at, 6), Some(want[at as usize..at as usize + 6].to_vec()));
+        assert!(h.read(a + size, 1).is_none() && h.write(a + size - 2, &[0; 3]).is_none());
+    }
 
     #[test]
     fn first_fit_reuses_the_lowest_hole_and_respects_alignment() {

@@ -44,9 +44,9 @@ pub const DEFAULT_HBM_BASE: u64 = 0x1_0000_0000;
 /// Default HBM size: 96 GiB of address space, split evenly between the tpbs (bytes are materialised on use).
 pub const DEFAULT_HBM_SIZE: u64 = 96 << 30;
 /// The most bytes one allocation may have. An allocation is materialised in
-/// host memory as a whole when first touched, so a larger request (a NEFF's
-/// var sizes come from its file) is refused like exhausted HBM instead of
-/// aborting the process when the host cannot allocate it.
+/// host memory chunk by chunk as it is written, up to all of it, so a larger
+/// request (a NEFF's var sizes come from its file) is refused like exhausted
+/// HBM instead of aborting the process when the host cannot allocate it.
 pub const MAX_ALLOC_BYTES: u64 = 4 << 30;
 
 /// The device's shape.
@@ -180,16 +180,18 @@ impl SimDevice {
 
     /// Writes `data` at `pa` (simulator access: not counted, never faulted).
     pub fn write(&self, pa: u64, data: &[u8]) -> Result<(), DeviceError> {
-        self.with_bytes_mut(pa, data.len() as u64, |b| b.copy_from_slice(data))
+        let len = data.len() as u64;
+        self.lock().hbm.write(pa, data).ok_or(DeviceError::BadCopy { pa, len, injected: false })
     }
 
-    /// Runs `f` on the device bytes `[pa, pa + len)`, borrowed in place (no
-    /// copy). `f` must not call back into the device (it runs under its lock).
+    /// Runs `f` on the device bytes `[pa, pa + len)`, borrowed in place when
+    /// they lie in one 64 KiB storage chunk (else on a copy). `f` must not
+    /// call back into the device (it runs under its lock).
     pub fn with_bytes<R>(&self, pa: u64, len: u64, f: impl FnOnce(&[u8]) -> R) -> Result<R, DeviceError> {
         self.lock().hbm.with_bytes(pa, len, f).ok_or(DeviceError::BadCopy { pa, len, injected: false })
     }
 
-    /// Runs `f` on the device bytes `[pa, pa + len)` mutably, in place. Same rule as [`SimDevice::with_bytes`].
+    /// Runs `f` on the device bytes `[pa, pa + len)` mutably (in place in one chunk, else on a copy written back). Same rule as [`SimDevice::with_bytes`].
     pub fn with_bytes_mut<R>(&self, pa: u64, len: u64, f: impl FnOnce(&mut [u8]) -> R) -> Result<R, DeviceError> {
         self.lock().hbm.with_bytes_mut(pa, len, f).ok_or(DeviceError::BadCopy { pa, len, injected: false })
     }
@@ -269,15 +271,11 @@ impl Device for SimDevice {
         if s.count(OpKind::CopyIn, tpb) {
             return Err(DeviceError::BadCopy { pa, len, injected: true });
         }
-        s.hbm.with_bytes_mut(pa, len, |b| b.copy_from_slice(data)).ok_or(DeviceError::BadCopy {
-            pa,
-            len,
-            injected: false,
-        })
+        s.hbm.write(pa, data).ok_or(DeviceError::BadCopy { pa, len, injected: false })
     }
 
     fn copy_out(&self, pa: u64, len: u64) -> Result<Vec<u8>, DeviceError> {
-        self.with_bytes(pa, len, <[u8]>::to_vec)
+        self.lock().hbm.read(pa, len).ok_or(DeviceError::BadCopy { pa, len, injected: false })
     }
 
     fn live_allocations(&self) -> usize {

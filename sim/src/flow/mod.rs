@@ -538,22 +538,24 @@ fn execute_neff(
         Ok(m) => m,
         Err(e) => return r.stage("load", Err(e)),
     };
-    let images = match rt.core_images(model.h_nn) {
-        Ok(i) => i,
+    // The per-core models, copied out of the runtime once: the layout check
+    // reads them, then their images move into the simulation (no second copy).
+    let models = match rt.models(model.h_nn) {
+        Ok(m) => m,
         Err(e) => return r.stage("load", Err(e.to_string())),
     };
     r.hbm_bytes = rt.device().allocations().iter().map(|a| a.size).sum();
     r.stage(
         "load",
-        Ok(format!("READY: H_NN {}, {} cores staged, {} B of HBM allocated", model.h_nn.0, images.len(), r.hbm_bytes)),
+        Ok(format!("READY: H_NN {}, {} cores staged, {} B of HBM allocated", model.h_nn.0, models.len(), r.hbm_bytes)),
     );
     // The load checker (it shares no code with the loader) judges the READY layout.
-    let layout = match (rt.models(model.h_nn), Neff::parse(bytes, &ReadOptions::default())) {
-        (Ok(models), Ok(neff)) => load_checker::check_models(rt.device(), &neff, &models),
-        (Err(e), _) => vec![format!("the loaded model's records: {e}")],
-        (_, Err(e)) => vec![format!("the NEFF reader refuses the file the loader loaded: {e}")],
+    let layout = match Neff::parse(bytes, &ReadOptions::default()) {
+        Ok(neff) => load_checker::check_models(rt.device(), &neff, &models),
+        Err(e) => vec![format!("the NEFF reader refuses the file the loader loaded: {e}")],
     };
     r.check("load layout: staged bytes inside their allocations, tables, IO sizes, no overlap", &[6], list(&layout));
+    let images: Vec<CoreImage> = models.into_iter().map(|m| m.image).collect();
     if let Some((total, shared)) = hbm {
         r.check(
             "HBM accounting (shared bytes once) equals the loaded tensors' footprint on the device",
