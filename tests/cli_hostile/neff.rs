@@ -94,7 +94,7 @@ fn truncated_and_corrupted_neffs_are_one_line_everywhere() {
 fn hostile_var_sizes_are_typed_failures_not_allocation_aborts() {
     let d = scratch("neff_sizes");
     let good = good_neff(&d, false);
-    // 16 GiB inputs: more than the device's HBM, so the device refuses the allocation before any byte is kept.
+    // 16 GiB inputs: more than tpb 0's slice of the HBM, so the device refuses the allocation before any byte is kept.
     let big_in = file(&d, "in.neff", &resize_var(&good, "x0", 16 << 30));
     rejected(&["load", &big_in], "in.neff: NRT_RESOURCE(4): MEM_ALLOC_V2MT64 failed on tpb 0: 17179869184 bytes");
     let o = rejected(&["run", &big_in], "1 failure(s)");
