@@ -195,8 +195,10 @@ struct CoreGen<'a> {
     m: &'a Module,
     f: &'a Function,
     code: CoreCode,
-    /// Location (by index) -> var_id, [`NO_VAR`] for a location this core does not use.
-    var_of: Vec<u32>,
+    /// Location (by index) -> (var_id, element bytes), var [`NO_VAR`] for a
+    /// location this core does not use: one 8-byte probe per operand instead
+    /// of one into the location table and one into a var table.
+    var_of: Vec<(u32, u32)>,
     /// Queue -> index in `code.queues`.
     queue_of: BTreeMap<QueueId, u32>,
     /// Engine -> index in `code.queues` of its static default queue, once made.
@@ -220,7 +222,7 @@ impl<'a> CoreGen<'a> {
             semaphores: queue_pool(m).saturating_add(u32::from(ENGINE_SEMS)),
             barrier_groups: BTreeMap::new(),
         };
-        let var_of = vec![NO_VAR; m.memlocs.len()];
+        let var_of = vec![(NO_VAR, 0); m.memlocs.len()];
         let mut g = CoreGen { m, f, code, var_of, queue_of: BTreeMap::new(), default_queue: [None; 5] };
         g.vars()?;
         g.queues();
@@ -268,7 +270,7 @@ impl<'a> CoreGen<'a> {
             };
             let v = self.push_var(l.name.clone(), kind, l.byte_size());
             if let Some(slot) = self.var_of.get_mut(id.index()) {
-                *slot = v;
+                *slot = (v, l.dtype.size());
             }
         }
         Ok(())
@@ -276,7 +278,15 @@ impl<'a> CoreGen<'a> {
 
     /// The var of a location the function uses (every one has one after `vars`; 0 otherwise).
     fn var(&self, loc: MemLocId) -> u32 {
-        self.var_of.get(loc.index()).copied().filter(|&v| v != NO_VAR).unwrap_or(0)
+        self.var_of.get(loc.index()).map(|&(v, _)| v).filter(|&v| v != NO_VAR).unwrap_or(0)
+    }
+
+    /// The element size of a location, from the var table when the function uses it.
+    fn elem_size(&self, loc: MemLocId) -> u64 {
+        match self.var_of.get(loc.index()) {
+            Some(&(v, size)) if v != NO_VAR => u64::from(size),
+            _ => u64::from(self.m.loc(loc).dtype.size()),
+        }
     }
 
     fn push_var(&mut self, name: String, kind: VarKind, size: u64) -> u32 {
@@ -342,12 +352,17 @@ impl<'a> CoreGen<'a> {
             code.records.reserve(r);
             code.dma.reserve(d);
         }
+        // Each instruction's engine, one byte apiece: the dependency loops below
+        // probe it at random producers, which in the full `Inst` table would
+        // cost a cache line per probe.
+        let engine: Vec<u8> = self.f.insts.iter().map(|i| i.engine.index() as u8).collect();
         // Which instructions another engine waits for, and their signal index.
         let mut signals = vec![false; self.f.insts.len()];
         for &id in &order {
             let inst = &self.f.insts[id.index()];
+            let me = engine[id.index()];
             for d in &inst.deps {
-                if self.f.insts[d.inst.index()].engine != inst.engine {
+                if engine[d.inst.index()] != me {
                     signals[d.inst.index()] = true;
                 }
             }
@@ -367,10 +382,11 @@ impl<'a> CoreGen<'a> {
         for (pos, &id) in order.iter().enumerate() {
             let inst = &self.f.insts[id.index()];
             let mut need = [0u32; 5];
+            let me = engine[id.index()];
             for d in &inst.deps {
-                let p = &self.f.insts[d.inst.index()];
-                if p.engine != inst.engine {
-                    need[p.engine.index()] = need[p.engine.index()].max(sig_index[d.inst.index()]);
+                let p = engine[d.inst.index()];
+                if p != me {
+                    need[p as usize] = need[p as usize].max(sig_index[d.inst.index()]);
                 }
             }
             all.clear();
@@ -409,7 +425,7 @@ impl<'a> CoreGen<'a> {
     }
 
     fn operand(&self, inst: &Inst, ap: &AccessPattern) -> Result<Operand, CodegenError> {
-        let size = u64::from(self.m.loc(ap.loc).dtype.size());
+        let size = self.elem_size(ap.loc);
         let var = self.var(ap.loc);
         Ok(Operand::var(
             var,
@@ -423,7 +439,7 @@ impl<'a> CoreGen<'a> {
         let mut r = Record::new(Opcode::SemWait, id);
         match &inst.op {
             Op::DmaCopy { src, dst } => {
-                let size = u64::from(self.m.loc(src.loc).dtype.size());
+                let size = self.elem_size(src.loc);
                 let q = self.dma_queue(inst);
                 let desc = DmaDescriptor {
                     queue: q,

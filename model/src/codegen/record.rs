@@ -187,10 +187,11 @@ impl Record {
         b[0] = self.opcode as u8;
         b[1] = self.flags;
         b[2] = self.signal;
-        let waits: Vec<Wait> = self.waits.iter().flatten().copied().collect();
-        b[3] = waits.len() as u8;
+        // The present waits, packed to the front (no allocation: one call per record).
+        let waits = self.waits.iter().flatten();
+        b[3] = waits.clone().count() as u8;
         b[4..8].copy_from_slice(&self.debug_id.to_le_bytes());
-        for (i, w) in waits.iter().enumerate() {
+        for (i, w) in waits.enumerate() {
             let o = 8 + 8 * i;
             b[o] = w.sem;
             b[o + 4..o + 8].copy_from_slice(&w.value.to_le_bytes());

@@ -7,15 +7,18 @@
 //! distinct list, so simplify and select_impl produce identical placements with
 //! either (the benchmark checks that).
 //!
-//! [`Cached`] asks an oracle once per location, in dense-id order, and keeps
-//! the lists (the seed's simplify keeps a "neighbor unordered_map" too): the
-//! degree pass, simplify's neighbour re-scan and select_impl's occupied list
-//! then read them instead of walking the tree three times, twice in an order
-//! with no locality. The lists cost 4 bytes per neighbour; past a budget the
-//! cache gives up and forwards every call to the oracle (same answers).
+//! [`Cached`] asks an oracle for every location's list once and keeps them
+//! (the seed's simplify keeps a "neighbor unordered_map" too): the degree
+//! pass, simplify's neighbour re-scan and select_impl's occupied list then
+//! read them instead of walking the tree three times, twice in an order with
+//! no locality. The tree oracle builds all the lists by sweeps in time order
+//! over its sorted node array ([`IntervalTree::sweep`]), not by a tree walk
+//! per interval: at a million intervals the walks' random node and stamp
+//! probes missed the cache. The lists cost 4 bytes per neighbour; past a
+//! budget the cache gives up and forwards every call to the oracle (same answers).
 
 use super::error::AllocError;
-use super::interval_tree::{IntervalTree, TreeError};
+use super::interval_tree::{FlatTime, IntervalTree, TreeError};
 use super::renumber::{FlatInterval, Renumbered};
 
 /// An interference oracle over a fixed problem.
@@ -23,6 +26,41 @@ pub trait Interference {
     /// Every location `u != v` with an interval intersecting one of `v`'s,
     /// ascending and without duplicates (valid until the next call).
     fn neighbours(&mut self, v: u32) -> &[u32];
+
+    /// The lists of locations `0..n` as CSR (`starts` of `n + 1` offsets into
+    /// `lists`), or `None` when they hold more than `budget` entries (nothing
+    /// larger than the budget is allocated for them). The default asks
+    /// [`Interference::neighbours`] in id order; an oracle may batch its queries.
+    fn all_neighbours(&mut self, n: usize, budget: usize) -> Option<(Vec<u32>, Vec<u32>)> {
+        lists_by_queries(self, n, budget)
+    }
+}
+
+/// The default [`Interference::all_neighbours`]: one query per location, in id order.
+fn lists_by_queries<O: Interference + ?Sized>(o: &mut O, n: usize, budget: usize) -> Option<(Vec<u32>, Vec<u32>)> {
+    let budget = budget.min(u32::MAX as usize);
+    let mut starts = Vec::with_capacity(n + 1);
+    let mut lists = Vec::new();
+    for v in 0..n {
+        let nb = o.neighbours(v as u32);
+        if lists.len() + nb.len() > budget {
+            return None;
+        }
+        starts.push(lists.len() as u32);
+        lists.extend_from_slice(nb);
+        presize(&mut lists, v, n, budget);
+    }
+    starts.push(lists.len() as u32);
+    Some((starts, lists))
+}
+
+/// After the first 1024 of `n` lists, reserve room for all of them at the same
+/// mean length (within `budget`): saves the copies of doubling a big Vec.
+fn presize(lists: &mut Vec<u32>, v: usize, n: usize, budget: usize) {
+    if v == 1023 && n > 4096 {
+        let want = (lists.len() / 1024).saturating_mul(n + n / 8).min(budget);
+        lists.reserve(want.saturating_sub(lists.len()));
+    }
 }
 
 /// `build_interval_tree` (seed STEP D/E): one node per `[def, use]` interval of
@@ -43,13 +81,13 @@ pub fn build_interval_tree(r: &Renumbered) -> Result<IntervalTree, AllocError> {
     })
 }
 
-/// Interference by interval-tree queries: O(k log n) per location.
+/// Interference by interval-tree queries: O(k log n + k log k) per location
+/// (k payloads found; the sort de-duplicates them without an id-indexed
+/// stamp array, whose probes at random payloads miss the cache at 1M).
 #[derive(Debug)]
 pub struct TreeInterference<'a> {
     tree: IntervalTree,
     r: &'a Renumbered,
-    stamp: Vec<u32>,
-    epoch: u32,
     stack: Vec<u32>,
     out: Vec<u32>,
 }
@@ -57,14 +95,7 @@ pub struct TreeInterference<'a> {
 impl<'a> TreeInterference<'a> {
     /// Builds the tree for the renumbered problem.
     pub fn new(r: &'a Renumbered) -> Result<Self, AllocError> {
-        Ok(TreeInterference {
-            tree: build_interval_tree(r)?,
-            r,
-            stamp: vec![0; r.len()],
-            epoch: 0,
-            stack: Vec::new(),
-            out: Vec::new(),
-        })
+        Ok(TreeInterference { tree: build_interval_tree(r)?, r, stack: Vec::new(), out: Vec::new() })
     }
 
     /// The interval tree.
@@ -73,33 +104,198 @@ impl<'a> TreeInterference<'a> {
     }
 }
 
+impl TreeInterference<'_> {
+    /// Appends the payload of every node overlapping `[lo, hi]` to `out`.
+    fn collect(&mut self, lo: FlatTime, hi: FlatTime, out: &mut Vec<u32>) {
+        let nodes = self.tree.nodes();
+        self.tree.for_each_overlap(lo, hi, &mut self.stack, |i| out.push(nodes[i as usize].payload));
+    }
+}
+
+/// Sorts `list`, drops duplicates and `v` itself: the oracle's answer form.
+fn normalise(list: &mut Vec<u32>, v: u32) {
+    // In-order answers are often sorted already (one-interval locations).
+    if !list.is_sorted() {
+        list.sort_unstable();
+    }
+    list.dedup();
+    if let Ok(i) = list.binary_search(&v) {
+        list.remove(i);
+    }
+}
+
+/// The index of `v`'s interval with the earliest def (the one its dense id is ordered by).
+fn primary(ivs: &[FlatInterval]) -> Option<usize> {
+    (0..ivs.len()).min_by_key(|&k| ivs[k].def)
+}
+
 impl Interference for TreeInterference<'_> {
     fn neighbours(&mut self, v: u32) -> &[u32] {
-        self.out.clear();
-        if v as usize >= self.r.len() {
-            return &self.out;
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
+        if (v as usize) < self.r.len() {
+            for iv in self.r.intervals_of(v as usize) {
+                self.collect(iv.def, iv.last_use, &mut out);
+            }
+            normalise(&mut out, v);
         }
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            self.stamp.iter_mut().for_each(|s| *s = 0);
-            self.epoch = 1;
+        self.out = out;
+        &self.out
+    }
+
+    /// Every list by two sweeps in time order ([`IntervalTree::sweep`]) instead
+    /// of a tree walk per interval; see [`sweep_lists`].
+    fn all_neighbours(&mut self, n: usize, budget: usize) -> Option<(Vec<u32>, Vec<u32>)> {
+        match sweep_lists(&self.tree, self.r, n, budget) {
+            Swept::Done(lists) => lists,
+            Swept::Fallback => lists_by_queries(self, n, budget),
         }
-        let nodes = self.tree.nodes();
-        let (stamp, epoch, out) = (&mut self.stamp, self.epoch, &mut self.out);
-        for iv in self.r.intervals_of(v as usize) {
-            self.tree.for_each_overlap(iv.def, iv.last_use, &mut self.stack, |i| {
+    }
+}
+
+/// What [`sweep_lists`] found.
+enum Swept {
+    /// The lists, or `None` past the budget.
+    Done(Option<(Vec<u32>, Vec<u32>)>),
+    /// The sweep cannot decide (seed tree layout, or side lists past the budget): query one by one.
+    Fallback,
+}
+
+/// Every location's neighbour list, in dense-id order, by sweeps.
+///
+/// Dense ids follow each location's earliest def, so the locations' earliest
+/// ("primary") intervals in id order are a batch sorted by `lo`: one sweep
+/// answers them. The other intervals (random times) are sorted by def and
+/// swept first, into side lists merged in as their location comes up. The
+/// tree's in-order node order is `(lo, payload)`, so the primary nodes'
+/// payloads come out ascending: only the few other payloads need a sort before
+/// a merge (an answer out of order goes to the sorted part, so the flags are
+/// a speed-up, never a correctness assumption).
+///
+/// Cost: O(n + m log m + K) time for n intervals, m of them non-primary and K
+/// answers (plus a sort of each list's non-primary part); memory: one flag per
+/// node, the side lists (at most `budget` entries, else [`Swept::Fallback`])
+/// and the lists (at most `budget` entries, else `None`). Every access to the
+/// node array is sequential.
+fn sweep_lists(tree: &IntervalTree, r: &Renumbered, n: usize, budget: usize) -> Swept {
+    let budget = budget.min(u32::MAX as usize);
+    let (Some(mut main), Some(mut aside)) = (tree.sweep(), tree.sweep()) else { return Swept::Fallback };
+    let nodes = tree.nodes();
+    let n_here = n.min(r.len());
+    // Flag each location's primary node: they come in dense-id order along the nodes.
+    let mut is_primary = vec![false; nodes.len()];
+    let mut at = 0usize;
+    // Non-primary intervals (lo, hi, owner, position in owner order).
+    let mut extra: Vec<(FlatTime, FlatTime, u32, u32)> = Vec::new();
+    let mut extra_start = Vec::with_capacity(n_here + 1);
+    for v in 0..n_here {
+        extra_start.push(extra.len());
+        let ivs = r.intervals_of(v);
+        let p = primary(ivs);
+        for (k, iv) in ivs.iter().enumerate() {
+            if Some(k) == p {
+                let key = (iv.def, v as u32, iv.last_use);
+                while nodes.get(at).is_some_and(|x| (x.lo, x.payload, x.hi) < key) {
+                    at += 1;
+                }
+                if nodes.get(at).is_some_and(|x| (x.lo, x.payload, x.hi) == key) {
+                    is_primary[at] = true;
+                    at += 1;
+                }
+            } else {
+                extra.push((iv.def, iv.last_use, v as u32, extra.len() as u32));
+            }
+        }
+    }
+    extra_start.push(extra.len());
+    extra.sort_unstable();
+    // Side lists in def order; slot[position in owner order] = def-order index.
+    let mut slot = vec![0u32; extra.len()];
+    let mut side_starts = Vec::with_capacity(extra.len() + 1);
+    let mut side: Vec<u32> = Vec::new();
+    for (j, &(lo, hi, owner, pos)) in extra.iter().enumerate() {
+        slot[pos as usize] = j as u32;
+        side_starts.push(side.len());
+        aside.for_each_overlap(lo, hi, |i| {
+            let u = nodes[i as usize].payload;
+            if u != owner {
+                side.push(u);
+            }
+        });
+        if side.len() > budget {
+            return Swept::Fallback;
+        }
+    }
+    side_starts.push(side.len());
+    drop(extra);
+    let mut starts = Vec::with_capacity(n + 1);
+    let mut lists: Vec<u32> = Vec::new();
+    let (mut ordered, mut rest) = (Vec::new(), Vec::new());
+    for v in 0..n {
+        starts.push(lists.len() as u32);
+        if v >= n_here {
+            continue;
+        }
+        ordered.clear();
+        rest.clear();
+        let ivs = r.intervals_of(v);
+        if let Some(p) = primary(ivs) {
+            let me = v as u32;
+            main.for_each_overlap(ivs[p].def, ivs[p].last_use, |i| {
                 let u = nodes[i as usize].payload;
-                if u != v && stamp[u as usize] != epoch {
-                    stamp[u as usize] = epoch;
-                    out.push(u);
+                if u == me {
+                    return;
+                }
+                if is_primary[i as usize] && ordered.last().is_none_or(|&l| l < u) {
+                    ordered.push(u);
+                } else {
+                    rest.push(u);
                 }
             });
         }
-        // In-order answers are often sorted already (one-interval locations).
-        if !out.is_sorted() {
-            out.sort_unstable();
+        for &j in &slot[extra_start[v]..extra_start[v + 1]] {
+            rest.extend_from_slice(&side[side_starts[j as usize]..side_starts[j as usize + 1]]);
         }
-        out
+        merge_into(&mut lists, &ordered, &mut rest);
+        if lists.len() > budget {
+            return Swept::Done(None);
+        }
+        presize(&mut lists, v, n, budget);
+    }
+    starts.push(lists.len() as u32);
+    Swept::Done(Some((starts, lists)))
+}
+
+/// Appends the ascending union of `ordered` (ascending, distinct) and `rest`
+/// (any order; sorted here) to `out`, without duplicates.
+fn merge_into(out: &mut Vec<u32>, ordered: &[u32], rest: &mut [u32]) {
+    if rest.is_empty() {
+        out.extend_from_slice(ordered);
+        return;
+    }
+    rest.sort_unstable();
+    let (mut i, mut j) = (0, 0);
+    let mut last = None;
+    while i < ordered.len() || j < rest.len() {
+        let x = match (ordered.get(i), rest.get(j)) {
+            (Some(&a), Some(&b)) if a <= b => {
+                i += 1;
+                a
+            }
+            (Some(&a), None) => {
+                i += 1;
+                a
+            }
+            (_, Some(&b)) => {
+                j += 1;
+                b
+            }
+            (None, None) => break,
+        };
+        if last != Some(x) {
+            out.push(x);
+            last = Some(x);
+        }
     }
 }
 
@@ -144,38 +340,22 @@ pub const DEFAULT_CACHE_BUDGET: usize = 64 << 20;
 #[derive(Debug)]
 pub struct Cached<O> {
     inner: O,
-    starts: Vec<usize>,
+    starts: Vec<u32>,
     lists: Vec<u32>,
     complete: bool,
 }
 
 impl<O: Interference> Cached<O> {
-    /// Asks `inner` about locations `0..n` in order, keeping at most `budget` entries.
+    /// Asks `inner` about locations `0..n` ([`Interference::all_neighbours`]),
+    /// keeping at most `budget` entries (and at most `u32::MAX`).
     pub fn new(mut inner: O, n: usize, budget: usize) -> Self {
-        let mut starts = Vec::with_capacity(n + 1);
-        let mut lists = Vec::new();
-        let mut complete = true;
-        for v in 0..n {
-            let nb = inner.neighbours(v as u32);
-            if lists.len() + nb.len() > budget {
-                complete = false;
-                break;
-            }
-            starts.push(lists.len());
-            lists.extend_from_slice(nb);
-            if v == 1023 && n > 4096 {
-                // Size the lists from the first 1024 locations (saves the copies of doubling).
-                let want = (lists.len() / 1024).saturating_mul(n + n / 8).min(budget);
-                lists.reserve(want.saturating_sub(lists.len()));
+        match inner.all_neighbours(n, budget) {
+            Some((starts, lists)) => Cached { inner, starts, lists, complete: true },
+            None => {
+                crate::marks::hit("dram.neighbour_cache_over_budget");
+                Cached { inner, starts: Vec::new(), lists: Vec::new(), complete: false }
             }
         }
-        starts.push(lists.len());
-        if !complete {
-            crate::marks::hit("dram.neighbour_cache_over_budget");
-            starts = Vec::new();
-            lists = Vec::new();
-        }
-        Cached { inner, starts, lists, complete }
     }
 
     /// Whether every list is cached (false: over budget, calls are forwarded).
@@ -191,7 +371,7 @@ impl<O: Interference> Interference for Cached<O> {
         }
         let v = v as usize;
         match (self.starts.get(v), self.starts.get(v + 1)) {
-            (Some(&a), Some(&b)) => &self.lists[a..b],
+            (Some(&a), Some(&b)) => &self.lists[a as usize..b as usize],
             _ => &[],
         }
     }
@@ -233,5 +413,81 @@ mod tests {
                 assert_eq!(c.neighbours(v), s.neighbours(v), "budget {budget} location {v}");
             }
         }
+    }
+
+    /// Every location's cached list next to a scan of all pairs.
+    fn assert_cache_matches_scan(p: &Problem, budget: usize) -> bool {
+        let r = renumber_locations(p).expect("renumber");
+        let mut c = Cached::new(TreeInterference::new(&r).expect("tree"), r.len(), budget);
+        let mut s = PairScan::new(&r);
+        for v in 0..r.len() as u32 {
+            assert_eq!(c.neighbours(v), s.neighbours(v), "location {v}");
+        }
+        c.is_complete()
+    }
+
+    #[test]
+    fn swept_lists_equal_a_scan_of_all_pairs() {
+        // Generated problems: multi-interval locations, pins, repeated times.
+        for seed in 0..200 {
+            let (p, _) = crate::dram::generate::random_case(seed);
+            assert!(assert_cache_matches_scan(&p, DEFAULT_CACHE_BUDGET), "seed {seed}");
+        }
+        let p = crate::dram::generate::bench_problem(7, 3000, 16);
+        assert!(assert_cache_matches_scan(&p, DEFAULT_CACHE_BUDGET));
+        // A long-lived location (it stays in the sweep's active set), identical
+        // intervals, an interval nested in another, a point interval at the end.
+        let iv = |a, b| LiveInterval::new(a, b);
+        let p = Problem {
+            locations: vec![
+                Location::new("long", 1, 1, vec![iv(0, 1000)]),
+                Location::new("twin", 1, 1, vec![iv(5, 9), iv(5, 9), iv(700, 700)]),
+                Location::new("nested", 1, 1, vec![iv(6, 7), iv(2, 3)]),
+                Location::new("late", 1, 1, vec![iv(1000, 1000)]),
+                Location::new("pin", 1, 1, vec![]).pinned_at(0),
+            ],
+            cc_operands: vec![],
+        };
+        assert!(assert_cache_matches_scan(&p, DEFAULT_CACHE_BUDGET));
+        let r = renumber_locations(&p).expect("renumber");
+        let mut c = Cached::new(TreeInterference::new(&r).expect("tree"), r.len(), DEFAULT_CACHE_BUDGET);
+        // Dense ids by first def: long 0, nested 1, twin 2, late 3, pin 4.
+        assert_eq!(c.neighbours(0), &[1, 2, 3]);
+        assert_eq!(c.neighbours(2), &[0, 1]);
+        assert_eq!(c.neighbours(3), &[0]);
+        assert_eq!(c.neighbours(4), &[] as &[u32]);
+    }
+
+    #[test]
+    fn duplicate_side_answers_do_not_decide_the_budget() {
+        // `a`'s three extra intervals each meet `b`: three side entries, but the
+        // lists hold two ({b} and {a}). Budget 2 fits exactly (the sweep falls
+        // back to one query per location); budget 1 does not.
+        let iv = |x, y| LiveInterval::new(x, y);
+        let p = Problem {
+            locations: vec![
+                Location::new("a", 1, 1, vec![iv(0, 1), iv(0, 1), iv(0, 1), iv(0, 1)]),
+                Location::new("b", 1, 1, vec![iv(0, 1)]),
+            ],
+            cc_operands: vec![],
+        };
+        let rec = crate::marks::Recorder::start();
+        assert!(assert_cache_matches_scan(&p, 2));
+        assert_eq!(rec.hits("dram.neighbour_cache_over_budget"), 0);
+        assert!(!assert_cache_matches_scan(&p, 1));
+        assert_eq!(rec.hits("dram.neighbour_cache_over_budget"), 1);
+    }
+
+    #[test]
+    fn out_of_order_answers_are_merged_not_trusted() {
+        assert_eq!(merged(&[1, 4, 9], &mut [9, 0, 4, 12, 0]), vec![0, 1, 4, 9, 12]);
+        assert_eq!(merged(&[2, 3], &mut []), vec![2, 3]);
+        assert_eq!(merged(&[], &mut [5, 5, 1]), vec![1, 5]);
+    }
+
+    fn merged(ordered: &[u32], rest: &mut [u32]) -> Vec<u32> {
+        let mut out = vec![77];
+        merge_into(&mut out, ordered, rest);
+        out.split_off(1)
     }
 }

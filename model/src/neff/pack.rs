@@ -23,9 +23,10 @@
 use std::collections::BTreeMap;
 
 use md5::{Digest, Md5};
+use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::manifest::{DefJson, DmaDesc, DmaQueue, EngineJson, TensorMapEntry, Var, VarType};
+use super::manifest::{DmaQueue, Extra, TensorMapEntry, VarType};
 use super::{Compression, MemberTable, NeffError, NeffWriter, npy};
 use crate::codegen::{CodegenError, CoreCode, VarKind, codegen};
 use crate::ir::{Engine, Module, init_value};
@@ -133,18 +134,18 @@ pub fn members(name: &str, lnc_size: u32, codes: &[CoreCode]) -> Result<MemberTa
                 npy::write_i4(&[size / 4], &data).map_err(|e| PackError::Npy { name: wname, msg: e.to_string() })?;
             files.insert(format!("{sg}/{file}"), bytes);
         }
-        files.insert(format!("{sg}/def.json"), to_json(&def));
+        files.insert(format!("{sg}/def.json"), def_json_bytes(&def));
         for e in &code.engines {
             let stem = e.engine.file_stem();
-            let ej = EngineJson {
+            let ej = EngineJsonRef {
                 dma: e
                     .dma
                     .iter()
-                    .map(|d| DmaDesc {
-                        queue: code.queues.get(d.queue as usize).map(|q| q.name.clone()).unwrap_or_default(),
-                        from: code.vars[d.src.var as usize].name.clone(),
+                    .map(|d| DmaDescRef {
+                        queue: code.queues.get(d.queue as usize).map_or("", |q| q.name.as_str()),
+                        from: &code.vars[d.src.var as usize].name,
                         from_off: d.src.offset,
-                        to: code.vars[d.dst.var as usize].name.clone(),
+                        to: &code.vars[d.dst.var as usize].name,
                         to_off: d.dst.offset,
                         size: d.size,
                         extra: BTreeMap::new(),
@@ -204,15 +205,109 @@ pub fn members(name: &str, lnc_size: u32, codes: &[CoreCode]) -> Result<MemberTa
 }
 
 /// A weight's file: member name -> (var name, seed, bytes).
+/// [`super::manifest::EngineJson`] over borrowed names: the same fields in the same order with
+/// the same serde attributes, so the same bytes, without three `String`
+/// clones per DMA descriptor (a 100k-instruction core has tens of thousands).
+#[derive(Serialize)]
+struct EngineJsonRef<'a> {
+    dma: Vec<DmaDescRef<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instr: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(flatten)]
+    extra: Extra,
+}
+
+/// [`super::manifest::DmaDesc`] over borrowed names (see [`EngineJsonRef`]).
+#[derive(Serialize)]
+struct DmaDescRef<'a> {
+    queue: &'a str,
+    from: &'a str,
+    from_off: u64,
+    to: &'a str,
+    to_off: u64,
+    size: u64,
+    #[serde(flatten)]
+    extra: Extra,
+}
+
 type Weights = BTreeMap<String, (String, u64, u64)>;
 
-fn def_json(code: &CoreCode, lnc_size: u32) -> (DefJson, Weights) {
+/// One `def.json` var borrowed from codegen's table: the fields of
+/// [`super::manifest::Var`] in its order, with its serde attributes, so the same bytes, without
+/// a `String` clone per var and per backing name.
+#[derive(Serialize)]
+struct VarOut<'a> {
+    #[serde(rename = "type")]
+    var_type: VarType,
+    var_id: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    alignment: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    backing_variable: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    backing_variable_off: Option<u64>,
+    #[serde(flatten)]
+    extra: Extra,
+}
+
+/// Name-sorted `(name, var)` pairs serialised as a map, like the `BTreeMap` of [`super::manifest::DefJson::var`].
+struct VarMap<'a>(Vec<(&'a str, VarOut<'a>)>);
+
+impl Serialize for VarMap<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
+}
+
+/// [`super::manifest::DefJson`] over borrowed vars (see [`VarOut`]): the same fields in the same order.
+#[derive(Serialize)]
+struct DefOut<'a> {
+    var: VarMap<'a>,
+    #[serde(flatten)]
+    rest: DefRest,
+}
+
+/// Every [`DefOut`] field after `var`.
+#[derive(Serialize)]
+struct DefRest {
+    dma_queue: BTreeMap<String, DmaQueue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pe: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    act: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dve: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pool: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sp: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pe_instr: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    act_instr: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dve_instr: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pool_instr: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sp_instr: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<String>,
+    #[serde(flatten)]
+    extra: Extra,
+}
+
+fn def_json(code: &CoreCode, lnc_size: u32) -> (DefOut<'_>, Weights) {
     let mut weights = Weights::new();
-    // Collected, then built in bulk (one sort, no per-var tree insert); a
-    // repeated name keeps its last var, as `insert` would.
     let mut var = Vec::with_capacity(code.vars.len());
     for (id, v) in code.vars.iter().enumerate() {
-        let mut d = Var {
+        let mut d = VarOut {
             var_type: VarType::Input,
             var_id: id as u32,
             size: Some(v.size),
@@ -238,13 +333,23 @@ fn def_json(code: &CoreCode, lnc_size: u32) -> (DefJson, Weights) {
             }
             VarKind::Virtual { backing, offset } => {
                 d.var_type = VarType::Virtual;
-                d.backing_variable = code.vars.get(*backing as usize).map(|b| b.name.clone());
+                d.backing_variable = code.vars.get(*backing as usize).map(|b| b.name.as_str());
                 d.backing_variable_off = Some(*offset);
             }
         }
-        var.push((v.name.clone(), d));
+        var.push((v.name.as_str(), d));
     }
-    let var: BTreeMap<String, Var> = var.into_iter().collect();
+    // What a BTreeMap built from these pairs holds: sorted by name (stable),
+    // and of a repeated name only its last var.
+    var.sort_by(|a, b| a.0.cmp(b.0));
+    let mut kept: Vec<(&str, VarOut<'_>)> = Vec::with_capacity(var.len());
+    for pair in var {
+        match kept.last_mut() {
+            Some(last) if last.0 == pair.0 => *last = pair,
+            _ => kept.push(pair),
+        }
+    }
+    let var = VarMap(kept);
     let mut next_sem = code.semaphores;
     let dma_queue = code
         .queues
@@ -273,8 +378,7 @@ fn def_json(code: &CoreCode, lnc_size: u32) -> (DefJson, Weights) {
         extra.insert("neff_features".into(), json!(["neff_feature_vnc"]));
     }
     let file = |e: Engine, suffix: &str| Some(format!("{}.{suffix}", e.file_stem()));
-    let def = DefJson {
-        var,
+    let rest = DefRest {
         dma_queue,
         pe: file(Engine::Pe, "json"),
         act: file(Engine::Act, "json"),
@@ -289,7 +393,101 @@ fn def_json(code: &CoreCode, lnc_size: u32) -> (DefJson, Weights) {
         version: Some("0.6".into()),
         extra,
     };
-    (def, weights)
+    (DefOut { var, rest }, weights)
+}
+
+/// `def.json`'s bytes: exactly `to_json(def)` (a test holds the two equal),
+/// with the var map, nearly all of the bytes of a big core, written here
+/// instead of through serde's pretty printer; the rest is serde's, re-rooted.
+/// O(bytes written).
+fn def_json_bytes(def: &DefOut<'_>) -> Vec<u8> {
+    def_json_direct(def).unwrap_or_else(|| to_json(def))
+}
+
+/// [`def_json_bytes`]' direct path; `None` sends it to serde for all of it.
+fn def_json_direct(def: &DefOut<'_>) -> Option<Vec<u8>> {
+    let rest = to_json(&def.rest);
+    let tail = rest.strip_prefix(b"{\n")?;
+    let mut out = Vec::with_capacity(def.var.0.len().saturating_mul(192).saturating_add(rest.len() + 64));
+    out.extend_from_slice(b"{\n  \"var\": ");
+    write_var_map(&mut out, &def.var).ok()?;
+    out.extend_from_slice(b",\n");
+    out.extend_from_slice(tail);
+    Some(out)
+}
+
+/// `n` in decimal, as serde_json writes an integer.
+fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// The var map as serde_json's pretty printer writes it one level deep.
+fn write_var_map(out: &mut Vec<u8>, vars: &VarMap<'_>) -> Result<(), serde_json::Error> {
+    if vars.0.is_empty() {
+        out.extend_from_slice(b"{}");
+        return Ok(());
+    }
+    out.push(b'{');
+    for (i, (name, v)) in vars.0.iter().enumerate() {
+        out.extend_from_slice(if i == 0 { b"\n    " } else { b",\n    " });
+        serde_json::to_writer(&mut *out, name)?;
+        out.extend_from_slice(b": {\n      \"type\": ");
+        serde_json::to_writer(&mut *out, v.var_type.as_str())?;
+        let num = |out: &mut Vec<u8>, key: &str, n: u64| {
+            out.extend_from_slice(b",\n      \"");
+            out.extend_from_slice(key.as_bytes());
+            out.extend_from_slice(b"\": ");
+            push_decimal(out, n);
+        };
+        num(out, "var_id", u64::from(v.var_id));
+        if let Some(n) = v.size {
+            num(out, "size", n);
+        }
+        if let Some(n) = v.alignment {
+            num(out, "alignment", n);
+        }
+        let text = |out: &mut Vec<u8>, key: &str, t: &str| {
+            out.extend_from_slice(b",\n      \"");
+            out.extend_from_slice(key.as_bytes());
+            out.extend_from_slice(b"\": ");
+            serde_json::to_writer(&mut *out, t)
+        };
+        if let Some(f) = &v.file_name {
+            text(out, "file_name", f)?;
+        }
+        if let Some(b) = v.backing_variable {
+            text(out, "backing_variable", b)?;
+        }
+        if let Some(n) = v.backing_variable_off {
+            num(out, "backing_variable_off", n);
+        }
+        for (k, value) in &v.extra {
+            out.extend_from_slice(b",\n      ");
+            serde_json::to_writer(&mut *out, k)?;
+            out.extend_from_slice(b": ");
+            // A nested value, re-indented to this depth (JSON text holds no raw newline in a string).
+            let nested = serde_json::to_vec_pretty(value)?;
+            for &byte in &nested {
+                out.push(byte);
+                if byte == b'\n' {
+                    out.extend_from_slice(b"      ");
+                }
+            }
+        }
+        out.extend_from_slice(b"\n    }");
+    }
+    out.extend_from_slice(b"\n  }");
+    Ok(())
 }
 
 /// `neff.json`: one `null` node per input, then the `__kelf` node producing every output.
@@ -344,4 +542,86 @@ fn uuid(seed: u64, members: &MemberTable) -> [u8; 16] {
     u[6] = (u[6] & 0x0f) | 0x40; // version 4 shape, like the compiler's random UUIDs
     u[8] = (u[8] & 0x3f) | 0x80;
     u
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn var(var_type: VarType, id: u32) -> VarOut<'static> {
+        VarOut {
+            var_type,
+            var_id: id,
+            size: Some(u64::MAX),
+            alignment: None,
+            file_name: None,
+            backing_variable: None,
+            backing_variable_off: None,
+            extra: BTreeMap::new(),
+        }
+    }
+
+    fn rest(extra: Extra) -> DefRest {
+        let q = DmaQueue {
+            queue_type: "dynamic".into(),
+            num_queues: 2,
+            owner: "sp".into(),
+            semaphore_set: vec![8, 9],
+            fabric_path: Some("main".into()),
+            extra: [("instances".to_string(), json!([0, 1]))].into(),
+        };
+        DefRest {
+            dma_queue: [("q\"1".to_string(), q)].into(),
+            pe: Some("PE.json".into()),
+            act: None,
+            dve: Some("DVE.json".into()),
+            pool: None,
+            sp: None,
+            pe_instr: Some("PE.bin".into()),
+            act_instr: None,
+            dve_instr: None,
+            pool_instr: None,
+            sp_instr: Some("SP.bin".into()),
+            version: Some("0.6".into()),
+            extra,
+        }
+    }
+
+    #[test]
+    fn the_hand_written_def_json_is_serdes_byte_for_byte() {
+        let mut shared = var(VarType::TmpBuf, 1);
+        shared.extra.insert(VNC_SHARED_KEY.into(), json!(true));
+        shared.extra.insert("nested".into(), json!({"a": [1, {"b": "x\ny"}], "e": []}));
+        let mut virt = var(VarType::Virtual, 2);
+        virt.size = None;
+        virt.backing_variable = Some("__sh\u{1}ared");
+        virt.backing_variable_off = Some(0);
+        let mut file = var(VarType::File, 3);
+        file.file_name = Some("weight_3.npy".into());
+        file.alignment = Some(64);
+        let vars = vec![
+            ("", var(VarType::Input, 0)),
+            ("__shared", shared),
+            ("t\"quote\\", virt),
+            ("w\u{e9}", file),
+            ("z", var(VarType::Other("odd\ttype".into()), 4)),
+        ];
+        let groups: Extra = [("0".to_string(), json!([0, 3])), ("name".to_string(), json!("definition"))].into();
+        for (vars, extra) in [(vars, groups), (Vec::new(), Extra::new())] {
+            let def = DefOut { var: VarMap(vars), rest: rest(extra) };
+            let want = to_json(&def);
+            assert!(!want.is_empty());
+            let direct = def_json_direct(&def).expect("the direct path, not the fallback");
+            assert_eq!(String::from_utf8_lossy(&direct), String::from_utf8_lossy(&want));
+        }
+    }
+
+    #[test]
+    fn decimals_match_the_formatter() {
+        for n in [0u64, 7, 10, 99, 1234567890, u64::MAX] {
+            let mut out = Vec::new();
+            push_decimal(&mut out, n);
+            assert_eq!(out, n.to_string().into_bytes());
+        }
+    }
 }

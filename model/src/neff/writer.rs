@@ -2,8 +2,6 @@
 //! (ustar like the compiler's, gzip with mtime 0, zero padding to a multiple
 //! of 10,240, header, hash). The packager and the corpus generator call it.
 
-use std::io::Write;
-
 use flate2::GzBuilder;
 
 use super::container::{Compression, PAYLOAD_ALIGN};
@@ -42,36 +40,46 @@ impl NeffWriter {
     /// Just the payload: the tar (gzip'd unless `Compression::None`) plus zero padding.
     pub fn payload(&self, members: &MemberTable) -> Result<Vec<u8>, NeffError> {
         let mut out = Vec::with_capacity(members.total_bytes() as usize / 2 + 4096);
+        self.append_payload(members, &mut out)?;
+        Ok(out)
+    }
+
+    /// Appends the payload to `out`, zero-padded so that the bytes appended are
+    /// a multiple of the payload alignment.
+    fn append_payload(&self, members: &MemberTable, out: &mut Vec<u8>) -> Result<(), NeffError> {
+        let start = out.len();
         match self.compression {
-            Compression::None => write_ustar(members, &mut out)?,
+            Compression::None => write_ustar(members, &mut *out)?,
             Compression::Gzip => {
                 let mut gz = GzBuilder::new()
                     .mtime(0)
                     .operating_system(3)
-                    .write(&mut out, flate2::Compression::new(self.level.min(9)));
+                    .write(&mut *out, flate2::Compression::new(self.level.min(9)));
                 write_ustar(members, &mut gz)?;
                 gz.finish().map_err(|e| NeffError::Write(e.to_string()))?;
             }
         }
-        let padded = (out.len() as u64).next_multiple_of(PAYLOAD_ALIGN) as usize;
-        out.resize(padded, 0);
-        Ok(out)
+        let padded = ((out.len() - start) as u64).next_multiple_of(PAYLOAD_ALIGN) as usize;
+        out.resize(start + padded, 0);
+        Ok(())
     }
 
-    /// The whole NEFF file for `members`.
+    /// The whole NEFF file for `members`. The payload is written straight
+    /// after room for the header, which is filled in last (no copy of the payload).
     pub fn write(&self, members: &MemberTable) -> Result<Vec<u8>, NeffError> {
-        let payload = self.payload(members)?;
+        let mut file = Vec::with_capacity(HEADER_LEN + members.total_bytes() as usize / 2 + 4096);
+        file.resize(HEADER_LEN, 0);
+        self.append_payload(members, &mut file)?;
+        let payload = &file[HEADER_LEN..];
         let mut h = self.header.clone();
         h.header_size = HEADER_LEN as u64;
         h.data_size = payload.len() as u64;
         h.check_version()?;
         if h.uuid == [0; 16] {
-            h.uuid = content_uuid(&payload);
+            h.uuid = content_uuid(payload);
         }
-        h.hash = header::compute_hash(h.pkg_version, &payload);
-        let mut file = Vec::with_capacity(HEADER_LEN + payload.len());
-        file.write_all(&h.to_bytes()).map_err(|e| NeffError::Write(e.to_string()))?;
-        file.extend_from_slice(&payload);
+        h.hash = header::compute_hash(h.pkg_version, payload);
+        file[..HEADER_LEN].copy_from_slice(&h.to_bytes());
         Ok(file)
     }
 }

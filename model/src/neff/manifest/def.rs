@@ -81,8 +81,8 @@ impl DefJson {
 
 /// A variable's type. Unknown type names are kept as [`VarType::Other`], never fatal
 /// here; the loader decides what it supports.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(from = "String", into = "String")]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(from = "String")]
 pub enum VarType {
     /// `input`: a model input tensor.
     Input,
@@ -118,6 +118,13 @@ impl VarType {
             VarType::Pointer => "pointer",
             VarType::Other(s) => s,
         }
+    }
+}
+
+/// Serialised as its [`VarType::as_str`] (what `into = "String"` wrote), without a `String` per var.
+impl Serialize for VarType {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 
