@@ -162,7 +162,8 @@ impl<'a> Ck<'a> {
 
     /// Slot ids of the renumbered barriers, kept ids, and complete groups.
     pub(super) fn barriers(&mut self, funcs: &BTreeMap<u32, FuncId>) {
-        let mut renumbered: Vec<(u32, String)> = Vec::new();
+        // (slot id, function name, instruction name): `function/instruction` is formatted only for a report.
+        let mut renumbered: Vec<(u32, &str, &str)> = Vec::new();
         let mut errs = Vec::new();
         for (&c, &fid) in funcs {
             let Some(src) = self.input_fn(c) else { continue };
@@ -178,7 +179,7 @@ impl<'a> Ck<'a> {
                     errs.push(format!("core {c} `{}` is still flagged", i.name));
                 }
                 if a.flagged {
-                    renumbered.push((b.id, format!("{}/{}", lf.name, i.name)));
+                    renumbered.push((b.id, lf.name.as_str(), i.name.as_str()));
                 } else if a.id != b.id {
                     errs.push(format!("core {c} `{}` was not flagged but its id changed {} -> {}", i.name, a.id, b.id));
                 }
@@ -191,21 +192,25 @@ impl<'a> Ck<'a> {
                 .map(|(_, n)| n);
             for n in inserted_cbs {
                 if let Op::CoreBarrier(b) = &n.op {
-                    renumbered.push((b.id, format!("{}/{}", lf.name, n.name)));
+                    renumbered.push((b.id, lf.name.as_str(), n.name.as_str()));
                     if b.flagged {
                         errs.push(format!("completion barrier `{}` is still flagged", n.name));
                     }
                 }
             }
         }
-        renumbered.sort();
+        let path = |r: &(u32, &str, &str)| format!("{}/{}", r.1, r.2);
+        // By id, then (ties only: a duplicate id, reported) by `function/instruction`.
+        renumbered.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| path(a).cmp(&path(b))));
         for w in renumbered.windows(2) {
             if w[0].0 == w[1].0 {
-                errs.push(format!("duplicate barrier ID {}: `{}` and `{}`", w[0].0, w[0].1, w[1].1));
+                errs.push(format!("duplicate barrier ID {}: `{}` and `{}`", w[0].0, path(&w[0]), path(&w[1])));
             }
         }
-        let ids: BTreeSet<u32> = renumbered.iter().map(|r| r.0).collect();
-        if ids.len() == renumbered.len() && ids.iter().copied().ne(0..ids.len() as u32) {
+        // Sorted by id: distinct and dense from 0 exactly when the k-th is k.
+        let distinct = renumbered.windows(2).all(|w| w[0].0 != w[1].0);
+        if distinct && renumbered.iter().map(|r| r.0).ne(0..renumbered.len() as u32) {
+            let ids: BTreeSet<u32> = renumbered.iter().map(|r| r.0).collect();
             errs.push(format!("renumbered slot ids are not dense from 0: {ids:?}"));
         }
         // Groups: every participant arrives exactly once, nobody else arrives.
