@@ -31,11 +31,16 @@ pub(super) struct CoreNames {
 impl CoreNames {
     /// The classes of the names of `src` (input) and `lf` (linked).
     pub(super) fn new(src: &Function, lf: &Function) -> Self {
+        Self::with_hash(src, lf, hash_name)
+    }
+
+    /// [`CoreNames::new`] with the name hash `hash` (tests plant collisions with it).
+    fn with_hash(src: &Function, lf: &Function, hash: impl Fn(&str) -> u64) -> Self {
         let (ni, nl) = (src.insts.len(), lf.insts.len());
         let name = |e: usize| if e < ni { src.insts[e].name.as_str() } else { lf.insts[e - ni].name.as_str() };
         let mut e: Vec<(u64, usize)> = Vec::with_capacity(ni.saturating_add(nl));
-        e.extend(src.insts.iter().enumerate().map(|(i, x)| (hash_name(&x.name), i)));
-        e.extend(lf.insts.iter().enumerate().map(|(k, x)| (hash_name(&x.name), ni + k)));
+        e.extend(src.insts.iter().enumerate().map(|(i, x)| (hash(&x.name), i)));
+        e.extend(lf.insts.iter().enumerate().map(|(k, x)| (hash(&x.name), ni + k)));
         e.sort_unstable();
         let mut in_class = vec![NONE; ni];
         let mut ln_class = vec![NONE; nl];
@@ -155,5 +160,28 @@ mod tests {
         assert_eq!(n.last_like(2), Some(2));
         let missing = CoreNames::new(&func(&["gone"]), &lf);
         assert_eq!(missing.linked_of_input(0), None);
+    }
+
+    #[test]
+    fn names_sharing_a_hash_keep_distinct_classes() {
+        // Hash = length: `ab`/`cd` form a one-input, one-linked pair of different
+        // names (split after the compare); `xyz`, `uvw`, `xyz` a run sorted by name.
+        let by_len = |n: &str| n.len() as u64;
+        let src = func(&["ab", "xyz", "q"]);
+        let lf = func(&["cd", "uvw", "xyz", "xyz", "q"]);
+        let n = CoreNames::with_hash(&src, &lf, by_len);
+        assert_eq!(n.linked_of_input(0), None, "`ab` is not `cd`, though they share a hash");
+        assert!(!n.linked_is_input(0), "`cd` is no input name");
+        assert_eq!(n.linked_of_input(1), Some(3), "the last `xyz`, not `uvw`");
+        assert!(!n.linked_is_input(1), "`uvw` is no input name");
+        assert_eq!(n.last_like(2), Some(3));
+        assert_eq!(n.linked_of_input(2), Some(4));
+        assert_ne!(n.linked_class(0), n.input_class(0).unwrap());
+        // Every name colliding: the same answers.
+        let all = CoreNames::with_hash(&src, &lf, |_| 7);
+        assert_eq!(all.linked_of_input(0), None);
+        assert_eq!(all.linked_of_input(1), Some(3));
+        assert_eq!(all.linked_of_input(2), Some(4));
+        assert!(!all.linked_is_input(1));
     }
 }
