@@ -36,11 +36,18 @@ pub(super) struct Flat<'a> {
     cores: Vec<(u32, &'a Module, usize)>,
     /// Every input location's name hash, by flat index.
     hashes: Vec<u64>,
+    /// The name hash (tests plant collisions with it).
+    hash: fn(&str) -> u64,
 }
 
 impl<'a> Flat<'a> {
     /// The numbering of `inputs`' locations (core order).
     pub(super) fn new(inputs: &BTreeMap<u32, &'a Module>) -> Self {
+        Self::with_hash(inputs, hash_name)
+    }
+
+    /// [`Flat::new`] with the name hash `hash`.
+    fn with_hash(inputs: &BTreeMap<u32, &'a Module>, hash: fn(&str) -> u64) -> Self {
         let mut cores = Vec::with_capacity(inputs.len());
         let mut n = 0usize;
         for (&c, &m) in inputs {
@@ -49,9 +56,9 @@ impl<'a> Flat<'a> {
         }
         let mut hashes = Vec::with_capacity(n);
         for &(_, m, _) in &cores {
-            hashes.extend(m.memlocs.iter().map(|l| hash_name(&l.name)));
+            hashes.extend(m.memlocs.iter().map(|l| hash(&l.name)));
         }
-        Flat { cores, hashes }
+        Flat { cores, hashes, hash }
     }
 
     /// The core, its module and its first flat index, of core `c`.
@@ -100,7 +107,7 @@ pub(super) fn resolve_targets(flat: &Flat<'_>) -> BTreeMap<u32, Vec<MemLocId>> {
     for (c, _, f, l) in flat.each() {
         e.push((mix(flat.hashes[f], u64::from(c)), 2 * f));
         if let Some(r) = &l.remote_local_target {
-            e.push((mix(hash_name(&r.name), u64::from(r.core)), 2 * f + 1));
+            e.push((mix((flat.hash)(&r.name), u64::from(r.core)), 2 * f + 1));
         }
     }
     e.sort_unstable();
@@ -205,5 +212,60 @@ impl Tensors {
     pub(super) fn key<'a>(&self, flat: &Flat<'a>, t: u32) -> Key<'a> {
         let (c, _, l) = flat.at(self.rep[t as usize]);
         own_key(c, l)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::RemoteLocalTarget;
+
+    fn loc(name: &str, usage: Usage, view_of: Option<(&str, u32)>) -> MemoryLocation {
+        let mut l = MemoryLocation::dram(name, usage, 4);
+        l.remote_local_target = view_of.map(|(n, c)| RemoteLocalTarget { name: n.into(), core: c });
+        l
+    }
+
+    fn module(core: u32, locs: Vec<MemoryLocation>) -> Module {
+        let mut m = Module { memlocs: locs, ..Module::default() };
+        m.attrs.neuron_core_id = Some(core);
+        m
+    }
+
+    #[test]
+    fn targets_and_tensor_ids_are_the_same_whatever_the_hash_collides() {
+        let i = Usage::Internal;
+        let m0 = module(0, vec![loc("a", i, None), loc("x", Usage::Input, None), loc("b", i, None), loc("a", i, None)]);
+        let m1 = module(
+            1,
+            vec![
+                loc("v", i, Some(("a", 0))),
+                loc("x", Usage::Input, None),
+                loc("w", i, Some(("zz", 0))),
+                loc("u", i, Some(("v", 1))),
+                loc("b", i, None),
+            ],
+        );
+        let inputs: BTreeMap<u32, &Module> = [(0, &m0), (1, &m1)].into_iter().collect();
+        let hashes: [fn(&str) -> u64; 3] = [hash_name, |_| 7, |n| n.len() as u64];
+        for hash in hashes {
+            let flat = Flat::with_hash(&inputs, hash);
+            let targets = resolve_targets(&flat);
+            assert_eq!(targets[&1], vec![MemLocId(3), NONE, NONE, NONE, NONE], "the last `a`; none; a view's view");
+            assert_eq!(targets[&0], vec![NONE; 4]);
+            let t = Tensors::new(&flat, &targets);
+            let id = |c: u32, i: u32| t.tid_of(&flat, c, MemLocId(i));
+            assert_eq!(id(0, 0), id(0, 3), "one name on one core: one tensor");
+            assert_eq!(id(1, 0), id(0, 3), "a view: its target's tensor");
+            assert_eq!(id(0, 1), id(1, 1), "an external name: one tensor across cores");
+            assert_ne!(id(0, 2), id(1, 4), "a local name on two cores: two tensors");
+            assert_ne!(id(0, 0), id(0, 2));
+            assert_eq!((id(1, 2), id(1, 3), id(1, 9)), (None, None, None));
+            assert_eq!(t.len(), 4, "a, x, b on core 0, b on core 1");
+            let x = id(0, 1).unwrap();
+            assert!(t.is_ext(x) && !t.is_ext(id(0, 0).unwrap()));
+            assert_eq!(t.key(&flat, x), Key::Ext("x"));
+            assert_eq!(t.key(&flat, id(1, 4).unwrap()), Key::Local(1, "b"));
+        }
     }
 }
