@@ -158,6 +158,21 @@ fn dropped_instructions_flags_queues_and_dispatch_order_are_reported() {
     assert!(has(&v, ViolationKind::Core, "0 returns"), "{v:#?}");
     assert!(has(&v, ViolationKind::Core, "does not end with its completion barrier then its return"), "{v:#?}");
 
+    let mut dup = m.clone();
+    let id = barrier_mut(&mut dup.functions[1], "cb_return_call_def_0_instance_0").id;
+    barrier_mut(&mut dup.functions[2], "cb_return_call_def_1_instance_0").id = id;
+    let v = check_link(&inputs, &dup);
+    let want = format!(
+        "duplicate barrier ID {id}: `nc0/cb_return_call_def_0_instance_0` and `nc1/cb_return_call_def_1_instance_0`"
+    );
+    assert!(has(&v, ViolationKind::Barrier, &want), "{v:#?}");
+
+    let mut sparse = m.clone();
+    barrier_mut(&mut sparse.functions[4], "cb_return_call_def_3_instance_0").id = 1000;
+    let v = check_link(&inputs, &sparse);
+    assert!(has(&v, ViolationKind::Barrier, "renumbered slot ids are not dense from 0: {"), "{v:#?}");
+    assert!(has(&v, ViolationKind::Barrier, ", 1000}"), "{v:#?}");
+
     let mut lonely = m.clone();
     let f = &mut lonely.functions[4];
     let b = barrier_mut(f, "cb_return_call_def_3_instance_0");

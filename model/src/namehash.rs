@@ -86,6 +86,12 @@ impl Hasher for NameHasher {
     }
 }
 
+/// A hash `h` combined with a value `x` (a core, a tag): deterministic, and
+/// every output bit depends on every bit of both.
+pub fn mix(h: u64, x: u64) -> u64 {
+    fold(fold(h ^ x.rotate_left(32), MUL), SEED)
+}
+
 /// The 64-bit [`NameHasher`] hash of one name.
 pub fn hash_name(name: &str) -> u64 {
     let mut h = NameHasher::default();

@@ -48,7 +48,8 @@
 //!    is dangling IO of an internal handoff: it survives as a `spill` (the
 //!    seed's `io2Spill`, mark `link.io2spill`).
 //!
-//! Cost: O(L log L) in the L input locations (one sort of name hashes), plus
+//! Cost: O(L log L) in the L input locations (one sort of name hashes; the
+//! views' targets found by one merge of the sorted view names with it), plus
 //! O(W) over the instructions for the written flags.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -298,9 +299,24 @@ impl<'a> Planner<'a> {
                 w
             })
             .collect();
+        // Every view's target, looked up in one merge with the sorted name hashes (view order).
+        let queries: Vec<(&str, std::ops::Range<usize>)> = self
+            .info
+            .defs
+            .iter()
+            .flat_map(|def| self.modules[def.module].memlocs.iter())
+            .filter_map(|l| l.remote_local_target.as_ref())
+            .map(|r| (r.name.as_str(), core_to_def.get(&r.core).map_or(0..0, |&td| self.originals.of_def(td))))
+            .collect();
+        let originals = &self.originals;
+        let found = self.names.find_originals(&queries, |f| originals.name(f));
+        drop(queries);
+        let mut next_view = 0;
         for (d, def) in self.info.defs.iter().enumerate() {
             for (i, l) in self.modules[def.module].memlocs.iter().enumerate() {
                 let Some(r) = &l.remote_local_target else { continue };
+                let found_target = found[next_view];
+                next_view += 1;
                 let missing = || LinkError::MissingInput {
                     core: def.core,
                     view: l.name.clone(),
@@ -308,12 +324,10 @@ impl<'a> Planner<'a> {
                     target_core: r.core,
                 };
                 let td = *core_to_def.get(&r.core).ok_or_else(missing)?;
-                let originals = &self.originals;
-                let flats = originals.of_def(td);
-                let ti = self.names.find_original(&r.name, flats, |f| originals.name(f)).ok_or_else(|| {
+                let ti = found_target.ok_or_else(|| {
                     marks::hit("link.missing_input");
                     missing()
-                })? - originals.starts[td];
+                })? - self.originals.starts[td];
                 let t = &self.modules[self.info.defs[td].module].memlocs[ti];
                 let mismatch = |why: String| LinkError::ViewMismatch {
                     core: def.core,

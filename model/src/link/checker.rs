@@ -24,13 +24,17 @@
 //! ones (`checker/deps.rs`); sets and arguments in agreement with the locations,
 //! and (with [`check_linked`]) the tensor map too (`checker/sets.rs`).
 //!
-//! Cost: O(n + e + L log L) expected for n instructions, e edges and L
-//! locations: every name lookup (instructions by name, locations by name)
-//! goes through a hash table built once per core ([`crate::namehash`], a
-//! fixed hash compared in full, so it can cost time but never change an
-//! answer; it decides nothing the linker decides); the tensor
-//! correspondence is a table per input core indexed by location
-//! ([`LocMap`]) and a hash table of tensors; whatever is reported is sorted
+//! Cost: O(n log n + e log e + L log L) for n instructions, e edges and L
+//! locations, with no hash-table probe per instruction or location: each
+//! core's instruction names become dense class ids by one sort of name
+//! hashes ([`classes`]), every input tensor a dense id and every view its
+//! target by one sort each ([`tids`]); names are compared in full wherever
+//! hashes meet, so a collision costs time, never an answer (the fixed hash
+//! of [`crate::namehash`]; it decides nothing the linker decides). The
+//! tensor correspondence is a table per input core indexed by location
+//! ([`LocMap`]) and a table of linked locations per tensor id, built by a
+//! sort; the name table of linked locations is built only when a location
+//! no access reaches must be found by name. Whatever is reported is sorted
 //! first, so messages come out in a fixed order. No per-instruction
 //! allocation on a valid module.
 
@@ -38,7 +42,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::ir::*;
-use crate::namehash::{NameHasher, NameMap, NameSet};
+use crate::namehash::NameMap;
 
 /// The class of a violation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -110,26 +114,6 @@ impl PartialEq for Key<'_> {
     }
 }
 
-/// The derived hash's fields: the variant, then its core and name.
-impl std::hash::Hash for Key<'_> {
-    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        match self {
-            Key::Ext(n) => {
-                h.write_u8(0);
-                n.hash(h);
-            }
-            Key::Local(c, n) => {
-                h.write_u8(1);
-                c.hash(h);
-                n.hash(h);
-            }
-        }
-    }
-}
-
-/// Tensor -> the linked locations its accesses use, ascending (looked up; sorted before it is reported).
-type KeyMap<'a> = std::collections::HashMap<Key<'a>, Vec<MemLocId>, std::hash::BuildHasherDefault<NameHasher>>;
-
 /// (core, input location) -> linked location: a row per input core indexed
 /// by location, plus an ordered map for ids outside their module (dangling).
 struct LocMap {
@@ -177,41 +161,30 @@ impl LocMap {
     }
 }
 
-/// One core's instruction names: the linked function's by name, and the input's.
-struct CoreNames<'a> {
-    /// Linked function instruction name -> instruction.
-    by_name: NameMap<'a, &'a Inst>,
-    /// The input function's instruction names.
-    input: NameSet<'a>,
-}
-
-impl<'a> CoreNames<'a> {
-    fn new(src: &'a Function, lf: &'a Function) -> Self {
-        let mut by_name = NameMap::with_capacity_and_hasher(lf.insts.len(), Default::default());
-        by_name.extend(lf.insts.iter().map(|i| (i.name.as_str(), i)));
-        let mut input = NameSet::with_capacity_and_hasher(src.insts.len(), Default::default());
-        input.extend(src.insts.iter().map(|i| i.name.as_str()));
-        CoreNames { by_name, input }
-    }
-}
-
 struct Ck<'a> {
     inputs: BTreeMap<u32, &'a Module>,
     linked: &'a Module,
     out: Vec<LinkViolation>,
     /// (core, input location) -> linked location, from access patterns.
     loc_map: LocMap,
-    /// Input tensor -> the linked locations its accesses use (one, when linked right).
-    by_key: KeyMap<'a>,
+    /// The input locations in one numbering.
+    flat: tids::Flat<'a>,
+    /// Every input tensor's dense id.
+    tensors: tids::Tensors,
+    /// Tensor -> the linked locations its accesses use (one, when linked right):
+    /// tensor `t`'s are `by_tid[by_tid_start[t]..by_tid_start[t + 1]]`, ascending.
+    by_tid: Vec<MemLocId>,
+    /// See [`Ck::by_tid`]; empty until [`Ck::locations`] ran.
+    by_tid_start: Vec<usize>,
     /// Per input core, per location: a view's target on its producer core
     /// (the last location of that name there), [`NONE`] when the location is
     /// no view, the target is missing or is a view itself. Resolved once: each
     /// view is looked up by name once, however many checks ask for its tensor.
     targets: BTreeMap<u32, Vec<MemLocId>>,
-    /// Linked location name -> id (the last of a repeated name).
-    linked_names: NameMap<'a, MemLocId>,
+    /// Linked location name -> id (the last of a repeated name), built on first use.
+    linked_names: std::cell::OnceCell<NameMap<'a, MemLocId>>,
     /// Per core with a linked function: its instruction names.
-    core_names: BTreeMap<u32, CoreNames<'a>>,
+    core_names: BTreeMap<u32, CoreNames>,
     /// Linked location -> the locations with a must-alias to it.
     /// (linked location, a location with a must-alias to it), sorted by the first.
     must_alias_in: Vec<(MemLocId, MemLocId)>,
@@ -221,54 +194,36 @@ struct Ck<'a> {
 
 /// Checks `linked` against the `inputs` it was linked from; returns every violation (empty: pass).
 pub fn check_link(inputs: &[Module], linked: &Module) -> Vec<LinkViolation> {
+    let mut by_core: BTreeMap<u32, &Module> = BTreeMap::new();
+    for m in inputs {
+        by_core.insert(m.attrs.neuron_core_id.unwrap_or(0), m);
+    }
+    let flat = tids::Flat::new(&by_core);
+    let targets = tids::resolve_targets(&flat);
+    let tensors = tids::Tensors::new(&flat, &targets);
     let mut ck = Ck {
-        inputs: BTreeMap::new(),
+        loc_map: LocMap::new(),
+        flat,
+        tensors,
+        by_tid: Vec::new(),
+        by_tid_start: Vec::new(),
+        targets,
+        inputs: by_core,
         linked,
         out: Vec::new(),
-        loc_map: LocMap::new(),
-        by_key: KeyMap::default(),
-        targets: BTreeMap::new(),
-        linked_names: NameMap::default(),
+        linked_names: std::cell::OnceCell::new(),
         core_names: BTreeMap::new(),
         must_alias_in: Vec::new(),
         written: BTreeMap::new(),
     };
-    // Per input core: location name -> id (the last of a repeated name).
-    let mut names: BTreeMap<u32, NameMap<'_, MemLocId>> = BTreeMap::new();
-    for m in inputs {
-        let c = m.attrs.neuron_core_id.unwrap_or(0);
-        ck.inputs.insert(c, m);
-        ck.loc_map.rows.insert(c, vec![NONE; m.memlocs.len()]);
-        let mut idx = NameMap::with_capacity_and_hasher(m.memlocs.len(), Default::default());
-        idx.extend(m.memlocs.iter().enumerate().map(|(i, l)| (l.name.as_str(), MemLocId::from_index(i))));
-        names.insert(c, idx);
-    }
     for (&c, m) in &ck.inputs {
-        let row = m
-            .memlocs
-            .iter()
-            .map(|l| {
-                let Some(r) = &l.remote_local_target else { return NONE };
-                let t = names.get(&r.core).and_then(|n| n.get(r.name.as_str())).copied();
-                let is_view = |t: MemLocId| {
-                    ck.inputs
-                        .get(&r.core)
-                        .and_then(|m| m.memlocs.get(t.index()))
-                        .is_none_or(|l| l.remote_local_target.is_some())
-                };
-                t.filter(|&t| !is_view(t)).unwrap_or(NONE)
-            })
-            .collect();
-        ck.targets.insert(c, row);
+        ck.loc_map.rows.insert(c, vec![NONE; m.memlocs.len()]);
     }
-    drop(names);
     if !ck.indices() {
         return ck.out;
     }
-    ck.linked_names.reserve(linked.memlocs.len());
     for (i, l) in linked.memlocs.iter().enumerate() {
         let id = MemLocId::from_index(i);
-        ck.linked_names.insert(l.name.as_str(), id);
         for a in l.aliases.iter().filter(|a| a.kind == AliasKind::Must) {
             ck.must_alias_in.push((a.target, id));
         }
@@ -335,6 +290,16 @@ impl<'a> Ck<'a> {
     /// Whether core `c`'s linked function writes linked location `l`.
     fn writes(&self, c: u32, l: MemLocId) -> bool {
         self.written.get(&c).and_then(|b| b.get(l.index() / 64)).is_some_and(|w| w >> (l.index() % 64) & 1 == 1)
+    }
+
+    /// Linked location name -> id (the last of a repeated name).
+    fn linked_names(&self) -> &NameMap<'a, MemLocId> {
+        let linked = self.linked;
+        self.linked_names.get_or_init(|| {
+            let mut names = NameMap::with_capacity_and_hasher(linked.memlocs.len(), Default::default());
+            names.extend(linked.memlocs.iter().enumerate().map(|(i, l)| (l.name.as_str(), MemLocId::from_index(i))));
+            names
+        })
     }
 
     fn input_fn(&self, c: u32) -> Option<&'a Function> {
@@ -473,16 +438,17 @@ impl<'a> Ck<'a> {
         let lf = &linked.functions[fid.index()];
         let Some(names) = self.core_names.remove(&c) else { return };
         let mut errs = Vec::new();
-        for i in &src.insts {
-            let Some(&n) = names.by_name.get(i.name.as_str()) else {
+        for (k, i) in src.insts.iter().enumerate() {
+            let Some(n) = names.linked_of_input(k) else {
                 errs.push(format!("instruction `{}` is missing", i.name));
                 continue;
             };
-            if let Some(e) = self.same_op(c, m, i, n) {
+            if let Some(e) = self.same_op(c, m, i, &lf.insts[n]) {
                 errs.push(format!("instruction `{}`: {e}", i.name));
             }
         }
-        let extra: Vec<&Inst> = lf.insts.iter().filter(|i| !names.input.contains(i.name.as_str())).collect();
+        let extra: Vec<&Inst> =
+            lf.insts.iter().enumerate().filter(|&(k, _)| !names.linked_is_input(k)).map(|(_, i)| i).collect();
         self.core_names.insert(c, names);
         let count = |p: &str, f: fn(&Op) -> bool| extra.iter().filter(|i| i.name.starts_with(p) && f(&i.op)).count();
         let rets = count("return_", |o| matches!(o, Op::Return));
@@ -557,8 +523,12 @@ impl<'a> Ck<'a> {
     }
 }
 
+mod classes;
 mod deps;
 mod sets;
 mod tensors;
+mod tids;
+
+use classes::CoreNames;
 
 pub use sets::check_tensor_map;

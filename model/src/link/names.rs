@@ -87,7 +87,10 @@ impl NameTable {
     }
 
     /// The flat index of original name `name` within `flats` (one module's
-    /// locations), if there is one; `original` gives an original name by flat index.
+    /// locations), if there is one; `original` gives an original name by flat
+    /// index. (The one-query form, the tests' oracle; the linker batches
+    /// through [`NameTable::find_originals`].)
+    #[cfg(test)]
     pub(crate) fn find_original<'n>(
         &self,
         name: &str,
@@ -95,6 +98,27 @@ impl NameTable {
         original: impl Fn(usize) -> &'n str,
     ) -> Option<usize> {
         self.same_hash(hash_name(name)).filter(|f| flats.contains(f)).find(|&f| original(f) == name)
+    }
+
+    /// [`NameTable::find_original`] for every query `(name, flats)` at once:
+    /// the queries sorted by hash and merged with the sorted originals (one
+    /// sequential pass, no probe per query). Cost: O(Q log Q + N).
+    pub(crate) fn find_originals<'n>(
+        &self,
+        queries: &[(&str, std::ops::Range<usize>)],
+        original: impl Fn(usize) -> &'n str,
+    ) -> Vec<Option<usize>> {
+        let mut order: Vec<(u64, usize)> = queries.iter().enumerate().map(|(q, (n, _))| (hash_name(n), q)).collect();
+        order.sort_unstable();
+        let mut out = vec![None; queries.len()];
+        let mut j = 0;
+        for &(h, q) in &order {
+            j += self.originals[j..].iter().take_while(|e| e.0 < h).count();
+            let (name, flats) = &queries[q];
+            let run = self.originals[j..].iter().take_while(|e| e.0 == h).map(|e| e.1 as usize);
+            out[q] = run.filter(|f| flats.contains(f)).find(|&f| original(f) == *name);
+        }
+        out
     }
 
     /// Claims original name `name` (flat index `flat`) for `id` unless it is taken.
@@ -208,5 +232,10 @@ mod tests {
         assert_eq!(t.find_original("a", 2..4, name), Some(3));
         assert_eq!(t.find_original("a", 0..2, name), Some(0));
         assert_eq!(t.find_original("ghost", 0..4, name), None);
+        let queries = [("s", 2..4), ("s", 0..2), ("a", 2..4), ("a", 0..2), ("ghost", 0..4), ("a", 0..4)];
+        let batch = t.find_originals(&queries, name);
+        assert_eq!(batch, vec![Some(2), None, Some(3), Some(0), None, Some(0)]);
+        let one: Vec<Option<usize>> = queries.iter().map(|(n, r)| t.find_original(n, r.clone(), name)).collect();
+        assert_eq!(batch, one, "the batch answers as one lookup per query");
     }
 }

@@ -53,6 +53,9 @@ pub enum InterleaveError {
     /// Two cores write the same output.
     #[error("output `{0}` is written by more than one core")]
     DuplicateOutput(String),
+    /// The linked module's core functions hold more instructions or edges than the run's `u32` tables index.
+    #[error("the core functions hold {0} instructions or edges; an interleaved run indexes at most 4294967295")]
+    TooLarge(usize),
 }
 
 enum CoreState {
@@ -211,70 +214,84 @@ pub fn run_interleaved(modules: &[Module], inputs: &Values, seed: u64) -> Result
 /// gives different outputs for some seeds. Returns every output location's values.
 ///
 /// Cost: O(n + e) for n instructions and e edges (a ready list with O(1)
-/// random draws; each edge is released once), plus the element work.
+/// random draws; each edge is released once), plus the element work; the
+/// per-instruction tables are flat `u32` arrays over every core function
+/// (no row per function), 16 bytes per instruction plus 4 per edge.
 pub fn run_linked_interleaved(linked: &Module, inputs: &Values, seed: u64) -> Result<Values, InterleaveError> {
     linked.verify().map_err(|e| InterleaveError::Interp { core: 0, err: e.into() })?;
     let mut mem = initial_memory(linked, inputs).map_err(|err| InterleaveError::Interp { core: 0, err })?;
-    // Engine streams: (function, engine) -> instructions in program order.
     let funcs: Vec<usize> =
         (0..linked.functions.len()).filter(|&f| linked.functions[f].attrs.neuron_core_id.is_some()).collect();
-    let mut streams: Vec<(usize, Vec<InstId>)> = Vec::new();
-    // Per function: undone dependencies, dependents, and (stream, position) of each instruction.
-    let mut undone: Vec<Vec<u32>> = Vec::new();
-    // Dependents in compressed rows: instruction i's are `users[k].1[users[k].0[i]..users[k].0[i + 1]]`.
-    let mut users: Vec<(Vec<usize>, Vec<InstId>)> = Vec::new();
-    let mut at: Vec<Vec<(usize, usize)>> = Vec::new();
+    // Every instruction of the core functions in one numbering: function k's
+    // instruction i is `base[k] + i` (flat tables, no per-function rows).
+    let mut base: Vec<usize> = Vec::with_capacity(funcs.len() + 1);
+    base.push(0);
+    for &f in &funcs {
+        let b = base[base.len() - 1];
+        base.push(b.checked_add(linked.functions[f].insts.len()).ok_or(InterleaveError::TooLarge(usize::MAX))?);
+    }
+    let total = base[funcs.len()];
+    let n32 = |x: usize| u32::try_from(x).map_err(|_| InterleaveError::TooLarge(x));
+    n32(total)?;
+    let edges =
+        funcs.iter().flat_map(|&f| &linked.functions[f].insts).fold(0usize, |a, i| a.saturating_add(i.deps.len()));
+    n32(edges)?;
+    // Engine streams: (function, engine) -> global instructions in program order.
+    let mut streams: Vec<(usize, Vec<u32>)> = Vec::new();
+    // Per instruction: (stream, position) (u32::MAX: in no stream), undone dependencies.
+    let mut at: Vec<(u32, u32)> = vec![(u32::MAX, 0); total];
+    let mut undone: Vec<u32> = vec![0; total];
+    // Dependents in compressed rows: instruction g's are `users[start[g]..start[g + 1]]`.
+    let mut start: Vec<u32> = vec![0; total + 1];
     for (k, &f) in funcs.iter().enumerate() {
         let func = &linked.functions[f];
         let mut by_engine: BTreeMap<Engine, usize> = BTreeMap::new();
-        let mut pos = vec![(usize::MAX, 0); func.insts.len()];
         for id in func.order() {
             let s = *by_engine.entry(func.insts[id.index()].engine).or_insert_with(|| {
                 streams.push((k, Vec::new()));
                 streams.len() - 1
             });
-            pos[id.index()] = (s, streams[s].1.len());
-            streams[s].1.push(id);
+            let g = base[k] + id.index();
+            at[g] = (n32(s)?, n32(streams[s].1.len())?);
+            streams[s].1.push(n32(g)?);
         }
-        let ni = func.insts.len();
-        let mut n = vec![0u32; ni];
-        let mut start = vec![0usize; ni + 1];
         for (i, inst) in func.insts.iter().enumerate() {
-            n[i] = u32::try_from(inst.deps.len()).unwrap_or(u32::MAX);
-            for d in &inst.deps {
-                if let Some(c) = start.get_mut(d.inst.index() + 1) {
-                    *c += 1;
-                }
+            undone[base[k] + i] = u32::try_from(inst.deps.len()).unwrap_or(u32::MAX);
+            for d in inst.deps.iter().filter(|d| d.inst.index() < func.insts.len()) {
+                start[base[k] + d.inst.index() + 1] += 1;
             }
         }
-        for i in 0..ni {
-            start[i + 1] += start[i];
-        }
-        let mut fill = start.clone();
-        let mut u = vec![InstId::from_index(0); start[ni]];
-        for (i, inst) in func.insts.iter().enumerate() {
-            for d in &inst.deps {
-                if d.inst.index() < ni {
-                    let f = &mut fill[d.inst.index()];
-                    u[*f] = InstId::from_index(i);
-                    *f += 1;
-                }
-            }
-        }
-        undone.push(n);
-        users.push((start, u));
-        at.push(pos);
     }
+    for g in 0..total {
+        start[g + 1] += start[g];
+    }
+    let mut fill = start.clone();
+    let mut users = vec![0u32; start[total] as usize];
+    for (k, &f) in funcs.iter().enumerate() {
+        let func = &linked.functions[f];
+        for (i, inst) in func.insts.iter().enumerate() {
+            for d in inst.deps.iter().filter(|d| d.inst.index() < func.insts.len()) {
+                let f = &mut fill[base[k] + d.inst.index()];
+                users[*f as usize] = n32(base[k] + i)?;
+                *f += 1;
+            }
+        }
+    }
+    drop(fill);
+    // Function k's instructions, by global number.
+    let inst_of = |g: u32| {
+        let g = g as usize;
+        let k = base.partition_point(|&b| b <= g) - 1;
+        (k, &linked.functions[funcs[k]].insts[g - base[k]])
+    };
     let mut pc = vec![0usize; streams.len()];
     let mut ready: Vec<usize> = Vec::new();
     // Queued in `ready`, or arrived at a barrier and waiting for its group: not to be queued again.
     let mut queued = vec![false; streams.len()];
-    let head_ready = |s: usize, pc: &[usize], undone: &[Vec<u32>], streams: &[(usize, Vec<InstId>)]| {
-        let (k, ids) = &streams[s];
-        ids.get(pc[s]).is_some_and(|id| undone[*k][id.index()] == 0)
-    };
+    let head_ready =
+        |s: usize, pc: &[usize], undone: &[u32]| streams[s].1.get(pc[s]).is_some_and(|&g| undone[g as usize] == 0);
     for (s, q) in queued.iter_mut().enumerate() {
-        if head_ready(s, &pc, &undone, &streams) {
+        if head_ready(s, &pc, &undone) {
             ready.push(s);
             *q = true;
         }
@@ -285,10 +302,7 @@ pub fn run_linked_interleaved(linked: &Module, inputs: &Values, seed: u64) -> Re
     while !ready.is_empty() {
         let s = ready.swap_remove(rng.random_range(0..ready.len()));
         queued[s] = false;
-        let k = streams[s].0;
-        let func = &linked.functions[funcs[k]];
-        let id = streams[s].1[pc[s]];
-        let inst = &func.insts[id.index()];
+        let (_, inst) = inst_of(streams[s].1[pc[s]]);
         finished.clear();
         match &inst.op {
             Op::CoreBarrier(b) => {
@@ -313,20 +327,19 @@ pub fn run_linked_interleaved(linked: &Module, inputs: &Values, seed: u64) -> Re
             }
         }
         for &t in &finished {
-            let kt = streams[t].0;
-            let done = streams[t].1[pc[t]];
+            let done = streams[t].1[pc[t]] as usize;
             pc[t] += 1;
-            let (start, list) = &users[kt];
-            for &u in &list[start[done.index()]..start[done.index() + 1]] {
-                let n = &mut undone[kt][u.index()];
+            for &u in &users[start[done] as usize..start[done + 1] as usize] {
+                let n = &mut undone[u as usize];
                 *n = n.saturating_sub(1);
-                let (us, _) = at[kt][u.index()];
-                if *n == 0 && us != usize::MAX && !queued[us] && head_ready(us, &pc, &undone, &streams) {
+                let (us, _) = at[u as usize];
+                let us = us as usize;
+                if *n == 0 && us != u32::MAX as usize && !queued[us] && head_ready(us, &pc, &undone) {
                     ready.push(us);
                     queued[us] = true;
                 }
             }
-            if !queued[t] && head_ready(t, &pc, &undone, &streams) {
+            if !queued[t] && head_ready(t, &pc, &undone) {
                 ready.push(t);
                 queued[t] = true;
             }

@@ -7,14 +7,20 @@
 //! back to its core's barrier by (core, instruction name). It reads the
 //! modules only, never the linker's renumbering.
 //!
-//! Cost: O(B) expected for B barriers over all modules: one name table per
-//! input core (the project's fixed [`NameMap`] hash, exact, looked up only,
-//! never iterated); the report follows the linked module's order.
+//! Cost: O(B log B) for B barriers over all modules, with no hash-table
+//! probe: per input core, the barriers in order plus their name hashes
+//! sorted once. A linked barrier is first tried against the next input
+//! barrier of its core (the linker keeps the order, so this is a sequential
+//! read), accepted only when that barrier's hash is carried by no other
+//! barrier of the core and the names are equal in full; otherwise it is
+//! found by a binary search of the sorted hashes (names compared in full),
+//! so the answer is always the first barrier of that name on that core. The
+//! report follows the linked module's order.
 
 use std::collections::BTreeMap;
 
 use lncsim_model::ir::{CoreBarrier, Module, Op};
-use lncsim_model::namehash::NameMap;
+use lncsim_model::namehash::hash_name;
 
 /// What the check saw: barriers compared, and how many of them were unflagged before linking.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,28 +31,71 @@ pub struct BarrierIds {
     pub unflagged: usize,
 }
 
-/// Every barrier of `per_core` (before linking): per core, by name (the first of a repeated name).
-fn before(per_core: &[Module]) -> BTreeMap<u32, NameMap<'_, &CoreBarrier>> {
-    let mut out: BTreeMap<u32, NameMap<'_, &CoreBarrier>> = BTreeMap::new();
+/// One core's barriers before linking, in order (see the module doc).
+#[derive(Default)]
+struct CoreBarriers<'a> {
+    /// (name, its hash, the barrier), in module then instruction order.
+    list: Vec<(&'a str, u64, &'a CoreBarrier)>,
+    /// Per barrier: another barrier of the core carries its hash.
+    contested: Vec<bool>,
+    /// (hash, position in `list`), sorted.
+    sorted: Vec<(u64, usize)>,
+    /// The position the next lookup tries first.
+    cursor: usize,
+}
+
+impl<'a> CoreBarriers<'a> {
+    /// Sorts the hashes and marks the contested ones.
+    fn seal(&mut self) {
+        self.sorted = self.list.iter().enumerate().map(|(k, e)| (e.1, k)).collect();
+        self.sorted.sort_unstable();
+        self.contested = vec![false; self.list.len()];
+        for w in self.sorted.windows(2) {
+            if w[0].0 == w[1].0 {
+                self.contested[w[0].1] = true;
+                self.contested[w[1].1] = true;
+            }
+        }
+    }
+
+    /// The first barrier named `name` (hash `h`), if any.
+    fn find(&mut self, name: &str, h: u64) -> Option<&'a CoreBarrier> {
+        let k = self.cursor;
+        let guess = self.list.get(k).filter(|e| e.1 == h && !self.contested[k] && e.0 == name);
+        let at = match guess {
+            Some(_) => k,
+            None => {
+                let from = self.sorted.partition_point(|e| e.0 < h);
+                let run = self.sorted[from..].iter().take_while(|e| e.0 == h);
+                run.map(|e| e.1).find(|&p| self.list[p].0 == name)?
+            }
+        };
+        self.cursor = at + 1;
+        Some(self.list[at].2)
+    }
+}
+
+/// Every barrier of `per_core` (before linking), per core.
+fn before(per_core: &[Module]) -> BTreeMap<u32, CoreBarriers<'_>> {
+    let mut out: BTreeMap<u32, CoreBarriers<'_>> = BTreeMap::new();
     for (k, m) in per_core.iter().enumerate() {
         let core = m.attrs.neuron_core_id.unwrap_or(k as u32);
         let t = out.entry(core).or_default();
-        // Sized once (no rehash, which would read every name again): at most one entry per instruction.
-        t.reserve(m.functions.iter().map(|f| f.insts.len()).sum());
         for f in &m.functions {
             for i in &f.insts {
                 if let Op::CoreBarrier(b) = &i.op {
-                    t.entry(i.name.as_str()).or_insert(b);
+                    t.list.push((i.name.as_str(), hash_name(&i.name), b));
                 }
             }
         }
     }
+    out.values_mut().for_each(CoreBarriers::seal);
     out
 }
 
 /// What was compared, or every barrier whose id disagrees with seed 000's renumbering, one line each.
 pub fn check_barrier_ids(per_core: &[Module], linked: &Module) -> Result<BarrierIds, Vec<String>> {
-    let input = before(per_core);
+    let mut input = before(per_core);
     let mut next = 0u32;
     let mut seen = BarrierIds { barriers: 0, unflagged: 0 };
     let mut errs = Vec::new();
@@ -55,7 +104,8 @@ pub fn check_barrier_ids(per_core: &[Module], linked: &Module) -> Result<Barrier
             let Some(i) = f.insts.get(id.index()) else { continue };
             let Op::CoreBarrier(b) = &i.op else { continue };
             seen.barriers += 1;
-            let orig = f.attrs.neuron_core_id.or(i.core).and_then(|c| input.get(&c)?.get(i.name.as_str()).copied());
+            let orig =
+                f.attrs.neuron_core_id.or(i.core).and_then(|c| input.get_mut(&c)?.find(&i.name, hash_name(&i.name)));
             match orig {
                 Some(a) if !a.flagged => {
                     seen.unflagged += 1;
@@ -108,6 +158,25 @@ mod tests {
             Op::CoreBarrier(b) => Some(b),
             _ => None,
         })
+    }
+
+    #[test]
+    fn a_lookup_finds_the_first_barrier_of_a_name_in_any_order() {
+        let b = |id| CoreBarrier { group: 0, participants: vec![0], id, flagged: false };
+        let (x, y, z, x2) = (b(1), b(2), b(3), b(4));
+        let mut t =
+            CoreBarriers { list: vec![("x", hash_name("x"), &x), ("y", hash_name("y"), &y)], ..Default::default() };
+        t.list.push(("z", hash_name("z"), &z));
+        t.list.push(("x", hash_name("x"), &x2));
+        t.seal();
+        let id = |t: &mut CoreBarriers<'_>, n: &str| t.find(n, hash_name(n)).map(|b| b.id);
+        assert_eq!(id(&mut t, "z"), Some(3), "out of order: found by search");
+        assert_eq!(id(&mut t, "x"), Some(1), "the cursor points at the second `x`, but the first is the answer");
+        assert_eq!(id(&mut t, "y"), Some(2), "the next in order");
+        assert_eq!(id(&mut t, "y"), Some(2), "looked up again");
+        assert_eq!(id(&mut t, "w"), None);
+        // A wrong hash never finds a name (the hash is compared first).
+        assert_eq!(t.find("y", hash_name("y") ^ 1).map(|b| b.id), None);
     }
 
     #[test]

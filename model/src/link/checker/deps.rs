@@ -22,10 +22,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Ck, ViolationKind};
 use crate::ir::*;
-use crate::namehash::NameMap;
 
 /// An edge as the checker compares it: (target instruction name, kind).
 type Edge<'a> = (&'a str, EdgeKind);
+
+/// An edge as the fast path compares it: (target name class, kind).
+type ClassEdge = (u32, EdgeKind);
 
 /// The queue name of an instruction (a DMA's, or a switch's), in module `m`.
 fn queue_of<'a>(m: &'a Module, i: &Inst) -> Option<&'a str> {
@@ -36,17 +38,12 @@ fn queue_of<'a>(m: &'a Module, i: &Inst) -> Option<&'a str> {
     q.and_then(|q| m.queues.get(q.index())).map(|q| q.name.as_str())
 }
 
+/// `i`'s edges in function `f` as (target name, kind), sorted (a dangling target is named `?`).
 fn edges<'a>(f: &'a Function, i: &Inst) -> Vec<Edge<'a>> {
-    let mut v = Vec::new();
-    edges_into(f, i, &mut v);
-    v
-}
-
-/// [`edges`] into a reused buffer (no allocation per instruction).
-fn edges_into<'a>(f: &'a Function, i: &Inst, v: &mut Vec<Edge<'a>>) {
-    v.clear();
-    v.extend(i.deps.iter().map(|d| (f.insts.get(d.inst.index()).map_or("?", |t| t.name.as_str()), d.kind)));
+    let mut v: Vec<Edge<'a>> =
+        i.deps.iter().map(|d| (f.insts.get(d.inst.index()).map_or("?", |t| t.name.as_str()), d.kind)).collect();
     v.sort_unstable();
+    v
 }
 
 /// `want` and `got` differ: what is missing and what is unexpected, as one message.
@@ -69,32 +66,61 @@ impl<'a> Ck<'a> {
             let linked = self.linked;
             let lf = &linked.functions[fid.index()];
             let Some(names) = self.core_names.get(&c) else { continue };
-            let (input_names, by_name) = (&names.input, &names.by_name);
-            let inserted = |name: &str, prefix: &str| name.starts_with(prefix) && !input_names.contains(name);
-            // Dependents of each inserted switch (looked up, never iterated).
-            let mut switch_users: NameMap<'_, Vec<&Inst>> = NameMap::default();
+            // An inserted instruction of that prefix: the name is no input instruction's.
+            let inserted = |k: usize, prefix: &str| lf.insts[k].name.starts_with(prefix) && !names.linked_is_input(k);
+            // Dependents of each inserted switch, by the switch's name class (looked up, never iterated).
+            let mut switch_users: BTreeMap<u32, Vec<&Inst>> = BTreeMap::new();
             for i in &lf.insts {
                 for d in &i.deps {
-                    let t = lf.insts.get(d.inst.index()).map_or("?", |t| t.name.as_str());
-                    if inserted(t, "I-SQI-") {
-                        switch_users.entry(t).or_default().push(i);
+                    if inserted(d.inst.index(), "I-SQI-") {
+                        switch_users.entry(names.linked_class(d.inst.index())).or_default().push(i);
                     }
                 }
             }
-            let (mut want, mut got): (Vec<Edge<'_>>, Vec<Edge<'_>>) = (Vec::new(), Vec::new());
-            for i in &src.insts {
-                let Some(&n) = by_name.get(i.name.as_str()) else { continue }; // reported by `core`
-                edges_into(src, i, &mut want);
-                edges_into(lf, n, &mut got);
+            // Whether linked instruction `t` is an inserted switch on `dma_queue` (by name, as the last of its name).
+            let same_queue_switch = |t: usize, dma_queue: Option<&str>| {
+                inserted(t, "I-SQI-")
+                    && names
+                        .last_like(t)
+                        .and_then(|s| queue_of(linked, &lf.insts[s]))
+                        .is_some_and(|q| Some(q) == dma_queue)
+            };
+            let (mut want, mut got): (Vec<ClassEdge>, Vec<ClassEdge>) = (Vec::new(), Vec::new());
+            for (k, i) in src.insts.iter().enumerate() {
+                let Some(nk) = names.linked_of_input(k) else { continue }; // reported by `core`
+                let n = &lf.insts[nk];
                 let dma_queue = matches!(n.op, Op::DmaCopy { .. }).then(|| queue_of(linked, n)).flatten();
-                // The queue lookup only for a control edge from an inserted switch (not one probe per edge).
-                got.retain(|&(t, k)| {
-                    let switch = k == EdgeKind::Control && inserted(t, "I-SQI-");
-                    let same_queue =
-                        || by_name.get(t).and_then(|s| queue_of(linked, s)).is_some_and(|q| Some(q) == dma_queue);
-                    !(switch && same_queue())
-                });
-                if let Some(d) = diff(&want, &got) {
+                // Compared as name classes (equal exactly for equal names); a dangling
+                // input edge has no class, so that instruction is compared by name.
+                want.clear();
+                let mut dangling = false;
+                for d in &i.deps {
+                    match names.input_class(d.inst.index()) {
+                        Some(cl) => want.push((cl, d.kind)),
+                        None => dangling = true,
+                    }
+                }
+                got.clear();
+                got.extend(
+                    n.deps
+                        .iter()
+                        .filter(|d| !(d.kind == EdgeKind::Control && same_queue_switch(d.inst.index(), dma_queue)))
+                        .map(|d| (names.linked_class(d.inst.index()), d.kind)),
+                );
+                want.sort_unstable();
+                got.sort_unstable();
+                if !dangling && want == got {
+                    continue;
+                }
+                let want_n = edges(src, i);
+                let mut got_n: Vec<Edge<'_>> = Vec::new();
+                for d in &n.deps {
+                    if !(d.kind == EdgeKind::Control && same_queue_switch(d.inst.index(), dma_queue)) {
+                        got_n.push((lf.insts[d.inst.index()].name.as_str(), d.kind));
+                    }
+                }
+                got_n.sort_unstable();
+                if let Some(d) = diff(&want_n, &got_n) {
                     errs.push(format!("core {c} `{}`: edges are not the input's: {d}", i.name));
                 }
             }
@@ -104,32 +130,41 @@ impl<'a> Ck<'a> {
                     *x = true;
                 }
             }
-            let mut sinks: Vec<Edge<'_>> = src
-                .insts
-                .iter()
-                .zip(&has_dependent)
-                .filter(|&(_, &h)| !h)
-                .map(|(i, _)| (i.name.as_str(), EdgeKind::Control))
-                .collect();
-            sinks.sort_unstable();
-            let cbs: Vec<&Inst> = lf.insts.iter().filter(|i| inserted(&i.name, "cb_return_")).collect();
-            for i in lf.insts.iter().filter(|i| !input_names.contains(i.name.as_str())) {
-                let got = edges(lf, i);
+            let sinks: Vec<usize> = (0..src.insts.len()).filter(|&j| !has_dependent[j]).collect();
+            let mut sink_classes: Vec<(u32, EdgeKind)> =
+                sinks.iter().filter_map(|&j| names.input_class(j)).map(|cl| (cl, EdgeKind::Control)).collect();
+            sink_classes.sort_unstable();
+            let cbs: Vec<usize> = (0..lf.insts.len()).filter(|&k| inserted(k, "cb_return_")).collect();
+            for (k, i) in lf.insts.iter().enumerate().filter(|&(k, _)| !names.linked_is_input(k)) {
+                let classes = || {
+                    let mut v: Vec<(u32, EdgeKind)> =
+                        i.deps.iter().map(|d| (names.linked_class(d.inst.index()), d.kind)).collect();
+                    v.sort_unstable();
+                    v
+                };
                 if i.name.starts_with("cb_return_") {
-                    if let Some(d) = diff(&sinks, &got) {
-                        errs.push(format!("core {c} `{}`: not on exactly the input's sinks: {d}", i.name));
+                    if classes() != sink_classes {
+                        let mut want: Vec<Edge<'_>> =
+                            sinks.iter().map(|&j| (src.insts[j].name.as_str(), EdgeKind::Control)).collect();
+                        want.sort_unstable();
+                        if let Some(d) = diff(&want, &edges(lf, i)) {
+                            errs.push(format!("core {c} `{}`: not on exactly the input's sinks: {d}", i.name));
+                        }
                     }
                 } else if i.name.starts_with("return_") {
-                    let want: Vec<Edge<'_>> = cbs.iter().map(|b| (b.name.as_str(), EdgeKind::Control)).collect();
+                    let got = edges(lf, i);
+                    let want: Vec<Edge<'_>> =
+                        cbs.iter().map(|&b| (lf.insts[b].name.as_str(), EdgeKind::Control)).collect();
                     if let Some(d) = diff(&want, &got) {
                         errs.push(format!("core {c} `{}`: not on exactly its completion barrier: {d}", i.name));
                     }
                 } else if i.name.starts_with("I-SQI-") {
+                    let got = edges(lf, i);
                     if !got.is_empty() {
                         errs.push(format!("core {c} `{}`: an inserted switch has edges {got:?}", i.name));
                     }
                     let q = queue_of(linked, i);
-                    let users = switch_users.get(i.name.as_str()).map_or(&[][..], Vec::as_slice);
+                    let users = switch_users.get(&names.linked_class(k)).map_or(&[][..], Vec::as_slice);
                     let ok = matches!(users, [u] if matches!(u.op, Op::DmaCopy { .. }) && queue_of(linked, u) == q);
                     if !ok {
                         let names: Vec<&str> = users.iter().map(|u| u.name.as_str()).collect();

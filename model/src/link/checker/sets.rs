@@ -46,7 +46,7 @@ impl<'a> Ck<'a> {
             return Some(l);
         }
         let l = self.inputs.get(&c)?.memlocs.get(id.index())?;
-        self.linked_names.get(l.name.as_str()).copied()
+        self.linked_names().get(l.name.as_str()).copied()
     }
 
     /// The set checks in the module doc.

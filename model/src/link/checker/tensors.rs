@@ -44,27 +44,23 @@ fn starts_with_rename(linked: &str, name: &str, core: u32) -> bool {
     true
 }
 
-/// The tensor a location that is no view stands for.
-fn own_key(c: u32, l: &MemoryLocation) -> Key<'_> {
-    if matches!(l.usage, Usage::Input | Usage::Weight | Usage::Output) {
-        Key::Ext(l.name.as_str())
-    } else {
-        Key::Local(c, l.name.as_str())
-    }
-}
-
 impl<'a> Ck<'a> {
     /// The tensor an input location stands for (a view: its producer's tensor).
-    pub(super) fn key_of(&self, c: u32, id: MemLocId) -> Option<Key<'a>> {
-        let m: &'a Module = self.inputs.get(&c)?;
-        let l = m.memlocs.get(id.index())?;
-        match &l.remote_local_target {
-            Some(r) => {
-                let t = self.target_of(c, id)?;
-                let tl = self.inputs.get(&r.core)?.memlocs.get(t.index())?;
-                Some(own_key(r.core, tl))
-            }
-            None => Some(own_key(c, l)),
+    pub(super) fn tid_of(&self, c: u32, id: MemLocId) -> Option<u32> {
+        self.tensors.tid_of(&self.flat, c, id)
+    }
+
+    /// Tensor `t`'s key.
+    fn key(&self, t: u32) -> Key<'a> {
+        self.tensors.key(&self.flat, t)
+    }
+
+    /// The linked locations tensor `t`'s accesses use, ascending ([`Ck::by_tid`]).
+    fn linked_of(&self, t: u32) -> &[MemLocId] {
+        let t = t as usize;
+        match (self.by_tid_start.get(t), self.by_tid_start.get(t + 1)) {
+            (Some(&a), Some(&b)) => &self.by_tid[a..b],
+            _ => &[],
         }
     }
 
@@ -80,65 +76,82 @@ impl<'a> Ck<'a> {
     /// One tensor <-> one linked location, with the tensor's attributes and address.
     pub(super) fn locations(&mut self) {
         // Linked location -> the first tensor seen there; a second, different one marks it conflicting.
-        let mut first: Vec<Option<Key<'a>>> = vec![None; self.linked.memlocs.len()];
+        let mut first: Vec<u32> = vec![u32::MAX; self.linked.memlocs.len()];
         let mut conflicting: BTreeSet<MemLocId> = BTreeSet::new();
         let pairs = self.loc_map.entries();
-        let mut keyed: Vec<(MemLocId, Key<'a>)> = Vec::with_capacity(pairs.len());
-        // Sized once: a rehash would read every name again.
-        self.by_key.reserve(pairs.len());
+        // (tensor, linked location): sorted into `by_tid` below.
+        let mut keyed: Vec<(u32, MemLocId)> = Vec::with_capacity(pairs.len());
         for &((c, il), ll) in &pairs {
-            let Some(key) = self.key_of(c, il) else {
+            let Some(t) = self.tid_of(c, il) else {
                 self.bad(ViolationKind::Location, format!("core {c}: location {} has no resolvable tensor", il.0));
                 continue;
             };
-            let tensor: &str = match key {
-                Key::Ext(n) | Key::Local(_, n) => n,
-            };
-            keyed.push((ll, key));
+            keyed.push((t, ll));
             match first.get_mut(ll.index()) {
-                Some(Some(k)) if *k != key => {
+                Some(k) if *k == u32::MAX => *k = t,
+                Some(k) if *k != t => {
                     conflicting.insert(ll);
                 }
-                Some(slot @ None) => *slot = Some(key),
                 _ => {}
-            }
-            let ls = self.by_key.entry(key).or_default();
-            if let Err(at) = ls.binary_search(&ll) {
-                ls.insert(at, ll);
             }
             let (Some(a), Some(b)) = (self.input_loc(c, il), self.linked.memlocs.get(ll.index())) else { continue };
             let sig = |l: &MemoryLocation| (l.mem_type, l.dtype, l.elem_count, l.address, l.partition, l.bank);
-            let mut found = Vec::new();
-            if sig(a) != sig(b) {
-                found.push(format!(
-                    "core {c}'s `{}` became `{}` with different type, size or placement",
-                    a.name, b.name
-                ));
-            }
-            if !renamed_as_documented(tensor, &b.name) {
-                found.push(format!(
-                    "core {c}'s `{}` (tensor `{tensor}`) became `{}`: not its name nor the documented `{tensor}.nc<core>[.k]`",
-                    a.name, b.name
-                ));
-            }
-            for msg in found {
-                self.bad(ViolationKind::Location, msg);
+            let bad_sig = sig(a) != sig(b);
+            // The tensor's name: the location's own, or (a view) its target's.
+            let tensor: &str = if a.remote_local_target.is_none() {
+                a.name.as_str()
+            } else {
+                match self.key(t) {
+                    Key::Ext(n) | Key::Local(_, n) => n,
+                }
+            };
+            let bad_name = !renamed_as_documented(tensor, &b.name);
+            if bad_sig || bad_name {
+                let mut found = Vec::new();
+                if bad_sig {
+                    found.push(format!(
+                        "core {c}'s `{}` became `{}` with different type, size or placement",
+                        a.name, b.name
+                    ));
+                }
+                if bad_name {
+                    found.push(format!(
+                        "core {c}'s `{}` (tensor `{tensor}`) became `{}`: not its name nor the documented `{tensor}.nc<core>[.k]`",
+                        a.name, b.name
+                    ));
+                }
+                for msg in found {
+                    self.bad(ViolationKind::Location, msg);
+                }
             }
         }
         let mut by_linked: BTreeMap<MemLocId, BTreeSet<Key<'a>>> = BTreeMap::new();
-        for (ll, key) in keyed.into_iter().filter(|(ll, _)| conflicting.contains(ll)) {
-            by_linked.entry(ll).or_default().insert(key);
+        for &(t, ll) in keyed.iter().filter(|(_, ll)| conflicting.contains(ll)) {
+            by_linked.entry(ll).or_default().insert(self.key(t));
         }
         for (ll, keys) in by_linked {
             let name = &self.linked.memlocs[ll.index()].name;
             self.bad(ViolationKind::Location, format!("linked location `{name}` holds different tensors {keys:?}"));
         }
-        let mut split: Vec<(&Key<'a>, &Vec<MemLocId>)> = self.by_key.iter().filter(|(_, ls)| ls.len() > 1).collect();
-        split.sort_unstable_by_key(|e| e.0);
+        keyed.sort_unstable();
+        keyed.dedup();
+        let mut start = vec![0usize; self.tensors.len() + 1];
+        for &(t, _) in &keyed {
+            start[t as usize + 1] += 1;
+        }
+        for k in 1..start.len() {
+            start[k] += start[k - 1];
+        }
+        self.by_tid = keyed.iter().map(|e| e.1).collect();
+        self.by_tid_start = start;
+        let mut split: Vec<(Key<'a>, u32)> =
+            (0..self.tensors.len() as u32).filter(|&t| self.linked_of(t).len() > 1).map(|t| (self.key(t), t)).collect();
+        split.sort_unstable();
         let split: Vec<String> = split
             .into_iter()
-            .map(|(k, ls)| {
-                let names: Vec<&str> = ls.iter().map(|l| self.linked.memlocs[l.index()].name.as_str()).collect();
+            .map(|(k, t)| {
+                let names: Vec<&str> =
+                    self.linked_of(t).iter().map(|l| self.linked.memlocs[l.index()].name.as_str()).collect();
                 format!("tensor {k:?} is split over linked locations {names:?}")
             })
             .collect();
@@ -149,15 +162,16 @@ impl<'a> Ck<'a> {
 
     /// Slot ids of the renumbered barriers, kept ids, and complete groups.
     pub(super) fn barriers(&mut self, funcs: &BTreeMap<u32, FuncId>) {
-        let mut renumbered: Vec<(u32, String)> = Vec::new();
+        // (slot id, function name, instruction name): `function/instruction` is formatted only for a report.
+        let mut renumbered: Vec<(u32, &str, &str)> = Vec::new();
         let mut errs = Vec::new();
         for (&c, &fid) in funcs {
             let Some(src) = self.input_fn(c) else { continue };
             let lf = &self.linked.functions[fid.index()];
             let Some(names) = self.core_names.get(&c) else { continue };
-            for i in &src.insts {
+            for (k, i) in src.insts.iter().enumerate() {
                 let (Op::CoreBarrier(a), Some(Op::CoreBarrier(b))) =
-                    (&i.op, names.by_name.get(i.name.as_str()).map(|n| &n.op))
+                    (&i.op, names.linked_of_input(k).map(|n| &lf.insts[n].op))
                 else {
                     continue;
                 };
@@ -165,30 +179,38 @@ impl<'a> Ck<'a> {
                     errs.push(format!("core {c} `{}` is still flagged", i.name));
                 }
                 if a.flagged {
-                    renumbered.push((b.id, format!("{}/{}", lf.name, i.name)));
+                    renumbered.push((b.id, lf.name.as_str(), i.name.as_str()));
                 } else if a.id != b.id {
                     errs.push(format!("core {c} `{}` was not flagged but its id changed {} -> {}", i.name, a.id, b.id));
                 }
             }
-            for n in
-                lf.insts.iter().filter(|n| n.name.starts_with("cb_return_") && !names.input.contains(n.name.as_str()))
-            {
+            let inserted_cbs = lf
+                .insts
+                .iter()
+                .enumerate()
+                .filter(|&(k, n)| n.name.starts_with("cb_return_") && !names.linked_is_input(k))
+                .map(|(_, n)| n);
+            for n in inserted_cbs {
                 if let Op::CoreBarrier(b) = &n.op {
-                    renumbered.push((b.id, format!("{}/{}", lf.name, n.name)));
+                    renumbered.push((b.id, lf.name.as_str(), n.name.as_str()));
                     if b.flagged {
                         errs.push(format!("completion barrier `{}` is still flagged", n.name));
                     }
                 }
             }
         }
-        renumbered.sort();
+        let path = |r: &(u32, &str, &str)| format!("{}/{}", r.1, r.2);
+        // By id, then (ties only: a duplicate id, reported) by `function/instruction`.
+        renumbered.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| path(a).cmp(&path(b))));
         for w in renumbered.windows(2) {
             if w[0].0 == w[1].0 {
-                errs.push(format!("duplicate barrier ID {}: `{}` and `{}`", w[0].0, w[0].1, w[1].1));
+                errs.push(format!("duplicate barrier ID {}: `{}` and `{}`", w[0].0, path(&w[0]), path(&w[1])));
             }
         }
-        let ids: BTreeSet<u32> = renumbered.iter().map(|r| r.0).collect();
-        if ids.len() == renumbered.len() && ids.iter().copied().ne(0..ids.len() as u32) {
+        // Sorted by id: distinct and dense from 0 exactly when the k-th is k.
+        let distinct = renumbered.windows(2).all(|w| w[0].0 != w[1].0);
+        if distinct && renumbered.iter().map(|r| r.0).ne(0..renumbered.len() as u32) {
+            let ids: BTreeSet<u32> = renumbered.iter().map(|r| r.0).collect();
             errs.push(format!("renumbered slot ids are not dense from 0: {ids:?}"));
         }
         // Groups: every participant arrives exactly once, nobody else arrives.
@@ -225,14 +247,14 @@ impl<'a> Ck<'a> {
                 let Some(r) = &v.remote_local_target else { continue };
                 let id = MemLocId::from_index(vi);
                 let target = self.target_of(c, id).and_then(|t| self.input_loc(r.core, t));
-                let (Some(t), Some(key)) = (target, self.key_of(c, id)) else {
+                let (Some(t), Some(key)) = (target, self.tid_of(c, id)) else {
                     errs.push((ViolationKind::Shared, format!("view `{}` of core {c} has no target", v.name)));
                     continue;
                 };
-                let unified = match self.by_key.get(&key).map(Vec::as_slice) {
-                    Some(&[l]) => l,
-                    Some(_) => continue, // split: reported by `locations`
-                    None => match self.linked_names.get(r.name.as_str()) {
+                let unified = match self.linked_of(key) {
+                    &[l] => l,
+                    [_, _, ..] => continue, // split: reported by `locations`
+                    [] => match self.linked_names().get(r.name.as_str()) {
                         Some(&i) => i,
                         None => {
                             errs.push((
@@ -280,19 +302,14 @@ impl<'a> Ck<'a> {
 
     /// No handoff target is an external output; every other written output still is.
     pub(super) fn outputs(&mut self) {
-        let mut targets: std::collections::HashSet<
-            Key<'a>,
-            std::hash::BuildHasherDefault<crate::namehash::NameHasher>,
-        > = Default::default();
-        // Sized once: a rehash would read every name again.
-        targets
-            .reserve(self.inputs.values().flat_map(|m| &m.memlocs).filter(|l| l.remote_local_target.is_some()).count());
+        // Per tensor: some view stands for it (a handoff target).
+        let mut targets = vec![false; self.tensors.len()];
         for (&c, m) in &self.inputs {
             for (i, l) in m.memlocs.iter().enumerate() {
                 if l.remote_local_target.is_some()
-                    && let Some(k) = self.key_of(c, MemLocId::from_index(i))
+                    && let Some(t) = self.tid_of(c, MemLocId::from_index(i))
                 {
-                    targets.insert(k);
+                    targets[t as usize] = true;
                 }
             }
         }
@@ -305,15 +322,14 @@ impl<'a> Ck<'a> {
             }
         }
         // (tensor, linked location, message), sorted by the first two (stable: a pair's two messages keep their order).
-        let mut errs: Vec<(&Key<'a>, MemLocId, String)> = Vec::new();
-        for (k, ls) in &self.by_key {
-            let target = targets.contains(k);
-            for &l in ls {
+        let mut errs: Vec<(u32, MemLocId, String)> = Vec::new();
+        for (k, &target) in (0..self.tensors.len() as u32).zip(&targets) {
+            for &l in self.linked_of(k) {
                 let loc = &self.linked.memlocs[l.index()];
                 if target && loc.usage == Usage::Output {
                     errs.push((k, l, format!("intermediate `{}` is still an external output", loc.name)));
                 }
-                if matches!(k, Key::Ext(_))
+                if self.tensors.is_ext(k)
                     && !target
                     && loc.usage != Usage::Output
                     && was_output.get(l.index()).copied().unwrap_or(false)
@@ -322,7 +338,7 @@ impl<'a> Ck<'a> {
                 }
             }
         }
-        errs.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        errs.sort_by(|a, b| (self.key(a.0), a.1).cmp(&(self.key(b.0), b.1)));
         let errs: Vec<String> = errs.into_iter().map(|e| e.2).collect();
         for e in errs {
             self.bad(ViolationKind::Output, e);
