@@ -16,11 +16,13 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::error::{LoadError, Stage};
+use super::error::LoadError;
 use super::image::Isa;
 use super::mem_ref::{
     VarIds, barrier_groups, decode_stream, descriptors, queue_order, resolve_virtuals, semaphores, var_table,
 };
+use super::mla::bad;
+pub use super::mla::{IMPLICIT_SCRATCHPAD, KbinVar, MlaResources, Place};
 use super::relocate::RelativeDescriptor;
 use super::var_table::VarTable;
 use crate::codegen::record::{DESCRIPTOR_SIZE, RECORD_SIZE, Record};
@@ -31,42 +33,8 @@ use crate::neff::manifest::VarType;
 use crate::neff::npy::{NPY_MAGIC, parse_header};
 use crate::neff::{MemberTable, Subgraph};
 
-/// The `backing` of a `virtual` var with no `backing_variable`: the core's implicit scratchpad.
-pub const IMPLICIT_SCRATCHPAD: u32 = u32::MAX;
 /// Alignment of streams, rings and tables in the carve-out.
 pub const STREAM_ALIGN: u64 = 64;
-
-/// Where a var lives once staged.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Place {
-    /// The load's buffer for this input/output name.
-    Io,
-    /// At this offset in the core's carve-out.
-    Carveout(u64),
-    /// At this offset in the load's shared region.
-    Shared(u64),
-    /// Not in HBM (state buffer, tables, pointers, unknown types, var_id gaps).
-    NotInHbm,
-}
-
-/// One var of the KBIN's table (`mem_ref_set`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KbinVar {
-    /// The def.json name.
-    pub name: String,
-    /// The def.json type.
-    pub var_type: VarType,
-    /// Its kind for the image (see [`super::image::VarImage::var_type`]).
-    pub kind: VarKind,
-    /// Bytes.
-    pub size: u64,
-    /// Required alignment (>= 1).
-    pub align: u64,
-    /// Placement.
-    pub place: Place,
-    /// `file` vars: the bytes to copy in (the `.npy` payload).
-    pub data: Option<Vec<u8>>,
-}
 
 /// One engine's stream in a KBIN.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,25 +93,6 @@ pub struct Kbin {
     pub carveout_align: u64,
     /// Bytes of this subgraph's `vnc_shared` tmp-buf (0 when none).
     pub shared_size: u64,
-}
-
-/// `mla_resources` (440 B): what `kelf_load_from_neff` collects for one subgraph.
-#[derive(Clone, Debug)]
-pub struct MlaResources<'a> {
-    /// Subgraph index.
-    pub sg: u32,
-    /// The subgraph.
-    pub subgraph: &'a Subgraph,
-    /// Engine streams by engine (bytes), from the members.
-    pub streams: BTreeMap<Engine, Vec<u8>>,
-    /// `file` var payloads by var name.
-    pub files: BTreeMap<String, Vec<u8>>,
-    /// Tables: (member, bytes).
-    pub tables: Vec<(String, Vec<u8>)>,
-}
-
-pub(super) fn bad(sg: &Subgraph, msg: impl std::fmt::Display) -> LoadError {
-    LoadError::invalid(Stage::S2Graph, format!("{}: {msg}", sg.def_member))
 }
 
 /// `x` rounded up to a multiple of `a` (>= 1), or `None` on overflow.

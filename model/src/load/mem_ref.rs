@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::error::LoadError;
-use super::kbin::{IMPLICIT_SCRATCHPAD, KbinVar, MlaResources, Place, bad};
+use super::mla::{IMPLICIT_SCRATCHPAD, KbinVar, MlaResources, Place, bad};
 use super::relocate::{RelativeDescriptor, count_pseudo_instrs, memory_operands};
 use super::var_table::VarTable;
 use crate::codegen::VarKind;

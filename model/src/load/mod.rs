@@ -31,6 +31,7 @@ pub mod graph;
 pub mod image;
 pub mod kbin;
 pub mod mem_ref;
+pub mod mla;
 pub mod nrt;
 pub mod records;
 pub mod registry;
