@@ -180,6 +180,36 @@ mod tests {
     }
 
     #[test]
+    fn a_core_holding_only_two_barriers_of_one_name_resolves_the_second_to_the_first() {
+        // Their hashes are the only pair in the sorted list, so only the equal-hash
+        // window marks them contested; the cursor's guess must then not be taken.
+        let b = |id| CoreBarrier { group: 0, participants: vec![0], id, flagged: false };
+        let (first, second) = (b(7), b(9));
+        let mut t = CoreBarriers {
+            list: vec![("x", hash_name("x"), &first), ("x", hash_name("x"), &second)],
+            ..Default::default()
+        };
+        t.seal();
+        t.cursor = 1;
+        assert_eq!(t.find("x", hash_name("x")).map(|b| b.id), Some(7));
+    }
+
+    #[test]
+    fn the_cursors_guess_needs_both_the_hash_and_the_name() {
+        let b = |id| CoreBarrier { group: 0, participants: vec![0], id, flagged: false };
+        let (x, y) = (b(1), b(2));
+        let mut t =
+            CoreBarriers { list: vec![("x", hash_name("x"), &x), ("y", hash_name("y"), &y)], ..Default::default() };
+        t.seal();
+        // A name whose hash collides with the guessed barrier's is not that barrier.
+        assert_eq!(t.find("q", hash_name("x")).map(|b| b.id), None);
+        // The right name under a wrong hash is not found, even where the cursor points.
+        t.cursor = 1;
+        assert_eq!(t.find("y", hash_name("y") ^ 1).map(|b| b.id), None);
+        assert_eq!(t.find("y", hash_name("y")).map(|b| b.id), Some(2));
+    }
+
+    #[test]
     fn the_linker_keeps_unflagged_ids_and_renumbers_the_rest() {
         let (per_core, linked) = modules();
         let seen = check_barrier_ids(&per_core, &linked).expect("the linker follows seed 000");
