@@ -31,45 +31,24 @@
 //! device) and keeps a plain stager of its own as a differential check of
 //! the loader.
 
-mod arith;
-mod barrier;
 pub mod check;
-pub mod chrome;
-pub mod config;
-pub mod cost;
-mod decode;
 pub mod device;
-mod engine;
-mod equalize;
-mod exec;
-pub mod fault;
+pub mod engine;
 pub mod flow;
-pub mod fuzz;
-mod hbm;
-mod intervals;
-pub mod io;
-mod liveness;
-mod ownership;
-mod program;
-pub mod queue;
-mod race;
-pub mod report;
-mod run;
-mod semaphore;
-mod shadow;
-mod sim;
 pub mod testkit;
 pub mod tnc;
-pub mod trace;
-mod vars;
-pub mod violation;
+
+pub use check::violation;
+pub use device::io;
+pub use engine::{chrome, config, cost, fault, queue, report, trace};
+pub use flow::fuzz;
 
 pub use config::{Checks, Jitter, SimConfig};
 pub use cost::CostModel;
+pub use engine::sim::{MAX_CORES, Simulation, simulate};
 pub use fault::{DmaSpikes, FaultPlan, FiredSimFault, IssueStall, StallFault};
 pub use queue::{Event, EventKind, EventQueue, Time, bare_event_loop};
 pub use report::{CoreStats, EngineStats, Outcome, QueueStats, SimReport};
-pub use sim::{MAX_CORES, Simulation, simulate};
 pub use trace::{Trace, TraceCore, TraceEvent};
 pub use violation::{Doing, Illegal, Origin, RaceKind, Signaller, Site, Violation, WaitFor, Waiter, sem_name};
 

@@ -30,6 +30,7 @@
 pub mod faults;
 pub mod fuzz;
 pub mod hbm;
+pub mod io;
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 

@@ -13,6 +13,7 @@
 
 pub mod campaign;
 mod features;
+pub mod fuzz;
 mod leftovers;
 mod modules;
 pub mod names;
@@ -583,7 +584,7 @@ fn execute_neff(
         Err(e) => return r.stage("execute", Err(e)),
     };
     let dev = rt.device();
-    if let Err(e) = crate::io::write_inputs(dev, &images, &inputs) {
+    if let Err(e) = crate::device::io::write_inputs(dev, &images, &inputs) {
         return r.stage("execute", Err(e.to_string()));
     }
     let records: u64 = images.iter().flat_map(|i| &i.engines).map(|e| e.records).sum();
@@ -611,7 +612,7 @@ fn execute_neff(
     let outputs = sim
         .write_back(dev)
         .map_err(|e| e.to_string())
-        .and_then(|()| crate::io::read_outputs(dev, &images).map_err(|e| e.to_string()));
+        .and_then(|()| crate::device::io::read_outputs(dev, &images).map_err(|e| e.to_string()));
     r.stage(
         "execute",
         Ok(format!(

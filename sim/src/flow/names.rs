@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use lncsim_model::ir::{Module, SourceMap, engine_word};
 
 use crate::SimReport;
-use crate::violation::{Origin, Site};
+use crate::check::violation::{Origin, Site};
 
 /// Where each instruction of one or more source files was written, by (core, name).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

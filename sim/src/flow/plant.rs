@@ -200,7 +200,7 @@ pub fn drop_sem_signal(codes: &mut [CoreCode]) -> Result<String, String> {
                     c.core,
                     e.engine,
                     e.records[i].debug_id,
-                    crate::violation::sem_name(e.records[i].signal)
+                    crate::check::violation::sem_name(e.records[i].signal)
                 ));
             }
         }

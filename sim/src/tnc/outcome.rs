@@ -3,7 +3,7 @@
 
 use lncsim_tnc::{Role, TncPath, Uuid};
 
-use crate::queue::Time;
+use crate::engine::queue::Time;
 
 /// What one loader did.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -10,8 +10,8 @@ use rand_chacha::ChaCha8Rng;
 
 use super::check::{self, TncViolation};
 use super::outcome::LoaderOutcome;
-use crate::queue::{EventKind, EventQueue, Time};
-use crate::trace::TraceHasher;
+use crate::engine::queue::{EventKind, EventQueue, Time};
+use crate::engine::trace::TraceHasher;
 
 /// One loader of a scenario.
 #[derive(Clone, Debug, PartialEq, Eq)]

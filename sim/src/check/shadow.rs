@@ -1,9 +1,9 @@
 //! Shadow memory by address interval: the race detector's and the ownership
 //! check's state of every byte, kept as disjoint intervals
-//! ([`crate::intervals`]) and created by the accesses themselves.
+//! ([`crate::check::intervals`]) and created by the accesses themselves.
 //!
 //! - `writes`: the last write of each byte: its tag (who, which record, at
-//!   which clock) and the tensor it made the bytes belong to ([`crate::ownership`];
+//!   which clock) and the tensor it made the bytes belong to ([`crate::check::ownership`];
 //!   preset vars own their bytes before the run with no writer).
 //! - `reads[t]`: per thread, its latest read of each byte since that byte was
 //!   last written (FastTrack's read set, one map per thread), with the owner
@@ -41,12 +41,12 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::config::Checks;
-use crate::decode::MemRef;
-use crate::intervals::Intervals;
-use crate::ownership::clobbered;
-use crate::race::{Tag, ordered};
-use crate::violation::RaceKind;
+use crate::check::intervals::Intervals;
+use crate::check::ownership::clobbered;
+use crate::check::race::{Tag, ordered};
+use crate::check::violation::RaceKind;
+use crate::engine::config::Checks;
+use crate::engine::decode::MemRef;
 
 /// What an access found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -264,8 +264,8 @@ impl Shadow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::race::join;
-    use crate::vars::NONE;
+    use crate::check::race::join;
+    use crate::engine::vars::NONE;
 
     fn tag(thread: u16, clock: u32, site: u32) -> Tag {
         Tag { thread, slot: 0, clock, site }

@@ -14,9 +14,9 @@ use std::io::Write;
 use lncsim_model::ir::Engine;
 use serde_json::{Value, json};
 
-use crate::queue::Time;
-use crate::trace::{Trace, TraceEvent};
-use crate::violation::{Violation, sem_name};
+use crate::check::violation::{Violation, sem_name};
+use crate::engine::queue::Time;
+use crate::engine::trace::{Trace, TraceEvent};
 
 /// Thread id of DMA queue `q` (engines are 0..5).
 pub const DMA_TID_BASE: u32 = 16;

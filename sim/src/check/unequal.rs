@@ -13,8 +13,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::vars::VarTable;
-use crate::violation::Violation;
+use crate::check::violation::Violation;
+use crate::engine::vars::VarTable;
 
 /// One `Unequal` per var that disagrees with the first core's var of the same shared tensor;
 /// `core_id` names the core of a var's core index.

@@ -9,20 +9,20 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::SimError;
-use crate::barrier::{BarrierIssue, Barriers};
-use crate::config::SimConfig;
-use crate::engine::EngineRt;
-use crate::equalize::unequal_vars;
-use crate::hbm::Hbm;
-use crate::program::{CoreInfo, Program, Stream};
-use crate::queue::{EventQueue, Time};
-use crate::race::{Clocks, VcPool};
-use crate::report::{CoreStats, Outcome, QueueStats, SimReport};
-use crate::semaphore::Semaphore;
-use crate::shadow::{Finding, Shadow};
-use crate::trace::{Trace, TraceCore, TraceHasher};
-use crate::vars::{NONE, VarTable};
-use crate::violation::{Site, Violation};
+use crate::check::race::{Clocks, VcPool};
+use crate::check::shadow::{Finding, Shadow};
+use crate::check::unequal::unequal_vars;
+use crate::check::violation::{Site, Violation};
+use crate::engine::barrier::{BarrierIssue, Barriers};
+use crate::engine::config::SimConfig;
+use crate::engine::mirror::Hbm;
+use crate::engine::processor::EngineRt;
+use crate::engine::program::{CoreInfo, Program, Stream};
+use crate::engine::queue::{EventQueue, Time};
+use crate::engine::report::{CoreStats, Outcome, QueueStats, SimReport};
+use crate::engine::semaphore::Semaphore;
+use crate::engine::trace::{Trace, TraceCore, TraceHasher};
+use crate::engine::vars::{NONE, VarTable};
 
 /// Most cores one simulation runs (vector clocks are `5 * cores` wide).
 pub const MAX_CORES: usize = 256;
@@ -70,7 +70,7 @@ pub struct Simulation {
     pub(crate) trace: Option<Trace>,
     pub(crate) outcome: Option<Outcome>,
     /// The fault plan's run-time state (triggered windows, the fired log).
-    pub(crate) fault_state: crate::fault::FaultState,
+    pub(crate) fault_state: crate::engine::fault::FaultState,
 }
 
 impl Simulation {
@@ -114,7 +114,7 @@ impl Simulation {
             }
         }
         let shadow = Shadow::new(threads, &p.preset, config.checks);
-        let fault_state = crate::fault::FaultState::new(&config.faults, p.cores.len());
+        let fault_state = crate::engine::fault::FaultState::new(&config.faults, p.cores.len());
         Ok(Simulation {
             rng: ChaCha8Rng::seed_from_u64(config.seed),
             cfg: config,
@@ -161,7 +161,7 @@ impl Simulation {
         if self.events > 0 || self.outcome.is_some() {
             return false;
         }
-        self.fault_state = crate::fault::FaultState::new(&plan, self.cores.len());
+        self.fault_state = crate::engine::fault::FaultState::new(&plan, self.cores.len());
         self.cfg.faults = plan;
         true
     }

@@ -7,7 +7,7 @@
 //! earlier one's epoch is covered by the later thread's clock.
 //!
 //! The per-byte state (last write, reads since it per thread) lives in the
-//! shadow memory ([`crate::shadow`]).
+//! shadow memory ([`crate::check::shadow`]).
 //!
 //! Cost: a tick is O(1); a join (semaphore wait, barrier) is O(T) for T
 //! threads; memory is T clocks of T words plus one snapshot per semaphore

@@ -2,8 +2,8 @@
 //! and which checks run. A run is a pure function of (device contents, core
 //! images, this config).
 
-use crate::cost::CostModel;
-use crate::fault::FaultPlan;
+use crate::engine::cost::CostModel;
+use crate::engine::fault::FaultPlan;
 
 /// Seeded schedule exploration: every latency gets a random extra of
 /// `0..=latency * pct / 100 + floor_ns` nanoseconds, drawn from the run's RNG.

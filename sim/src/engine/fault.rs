@@ -9,7 +9,7 @@
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::queue::Time;
+use crate::engine::queue::Time;
 
 /// One core stops issuing records during `[at_ns, at_ns + duration_ns)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 //!
 //! Cost: O(n log n) in records and accesses (sorting the mirrored ranges
 //! and the semaphore plans); the shadow memory builds its intervals at run
-//! time ([`crate::shadow`]).
+//! time ([`crate::check::shadow`]).
 
 use std::collections::BTreeMap;
 
@@ -15,12 +15,12 @@ use lncsim_model::ir::Engine;
 use lncsim_model::load::{CoreImage, Device, Isa};
 
 use crate::SimError;
-use crate::cost::CostModel;
-use crate::decode::{DecodeCtx, Instr, decode};
-use crate::equalize::canonical_access;
-use crate::hbm::Hbm;
-use crate::ownership::outside_var;
-use crate::vars::{NONE, VarTable};
+use crate::check::ownership::outside_var;
+use crate::check::unequal::canonical_access;
+use crate::engine::cost::CostModel;
+use crate::engine::decode::{DecodeCtx, Instr, decode};
+use crate::engine::mirror::Hbm;
+use crate::engine::vars::{NONE, VarTable};
 
 /// One engine's decoded stream.
 #[derive(Debug)]

@@ -16,9 +16,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use lncsim_model::codegen::record::Opcode;
 
-use crate::engine::State;
-use crate::sim::Simulation;
-use crate::violation::{Doing, Signaller, WaitFor, Waiter};
+use crate::check::violation::{Doing, Signaller, WaitFor, Waiter};
+use crate::engine::processor::State;
+use crate::engine::sim::Simulation;
 
 /// What each engine has left to do: signals per semaphore, barrier groups it will arrive at.
 struct Left {

@@ -9,13 +9,13 @@
 use lncsim_model::codegen::record::Opcode;
 use lncsim_model::marks;
 
-use crate::arith;
-use crate::decode::Instr;
-use crate::race::Tag;
-use crate::shadow::Finding;
-use crate::sim::Simulation;
-use crate::vars::NONE;
-use crate::violation::Violation;
+use crate::check::race::Tag;
+use crate::check::shadow::Finding;
+use crate::check::violation::Violation;
+use crate::engine::arith;
+use crate::engine::decode::Instr;
+use crate::engine::sim::Simulation;
+use crate::engine::vars::NONE;
 
 impl Simulation {
     /// Executes the memory part of the record at `pc` of engine `e`.
@@ -117,7 +117,7 @@ impl Simulation {
                     tag.site - self.site_base[usize::from(tag.thread)],
                     Some(tag.slot),
                 );
-                let writer = (writer.thread != crate::race::NO_THREAD).then(|| {
+                let writer = (writer.thread != crate::check::race::NO_THREAD).then(|| {
                     let (we, wpc) = self.locate_site(writer.site);
                     self.site(we, wpc, Some(writer.slot))
                 });

@@ -2,9 +2,9 @@
 //! `operand_vars`: an access outside the var its operand named is reported,
 //! and so is a read of bytes last written through a different tensor (a
 //! clobber: two live tensors placed over each other). Ownership identity of a
-//! var is described in [`crate::vars`]; preset vars (inputs, outputs,
+//! var is described in [`crate::engine::vars`]; preset vars (inputs, outputs,
 //! weights) own their bytes before the run. The per-byte state is in
-//! [`crate::shadow`]; this file holds the rules. Cost: O(1) per access here
+//! [`crate::check::shadow`]; this file holds the rules. Cost: O(1) per access here
 //! (the out-of-var bound is computed once per access at build time).
 //!
 //! Choice: the clobber check is made on reads. Without liveness information
@@ -12,7 +12,7 @@
 //! space of dead tensors); it is wrong exactly when the other tensor is read
 //! afterwards, which is when the read finds the bytes owned by the writer.
 
-use crate::vars::NONE;
+use crate::engine::vars::NONE;
 
 /// True when `[pa, pa + len)` leaves `[var_pa, var_pa + var_size)`.
 pub(crate) fn outside_var(pa: u64, len: u64, var_pa: u64, var_size: u64) -> bool {

@@ -3,7 +3,7 @@
 //! root causes first, at most [`DEADLOCK_LINES`] and a count).
 //! Reporting is O(1) per violation (kept up to the run's limit, then only
 //! counted); duplicates are suppressed by the run's ordered seen-sets, O(log k)
-//! for k findings; a deadlock report is built once ([`crate::liveness`]).
+//! for k findings; a deadlock report is built once (`crate::check::liveness`).
 
 use std::fmt;
 
@@ -11,7 +11,7 @@ use lncsim_model::codegen::USER_SEM_BASE;
 use lncsim_model::codegen::record::Opcode;
 use lncsim_model::ir::{Engine, engine_word};
 
-use crate::queue::Time;
+use crate::engine::queue::Time;
 
 /// One instruction, named for a report: core, engine, record index, the IR
 /// instruction's debug id, the opcode and the var the access went through;

@@ -1,5 +1,5 @@
 //! A map of disjoint half-open address intervals `[start, end)` to values:
-//! the storage of the shadow memory ([`crate::shadow`]).
+//! the storage of the shadow memory ([`crate::check::shadow`]).
 //!
 //! Cost: `overlapping` is O(log s + j) for j intervals reported; `assign`
 //! and `remove` are O(log s) plus O(log s) per interval they delete (one

@@ -2,8 +2,8 @@
 
 use lncsim_model::ir::Engine;
 
-use crate::queue::Time;
-use crate::report::EngineStats;
+use crate::engine::queue::Time;
+use crate::engine::report::EngineStats;
 
 /// Where an engine is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,11 +1,11 @@
 //! The run's trace: a hash over the canonical event sequence (always
 //! computed: same seed, same hash), and, when asked for, the recorded spans
-//! a Chrome/Perfetto trace is written from ([`crate::chrome`]).
+//! a Chrome/Perfetto trace is written from ([`crate::engine::chrome`]).
 
 use lncsim_model::codegen::record::Opcode;
 use lncsim_model::ir::Engine;
 
-use crate::queue::Time;
+use crate::engine::queue::Time;
 
 /// A 64-bit hash fed one word at a time (FNV-style multiply, final avalanche).
 #[derive(Clone, Copy, Debug)]

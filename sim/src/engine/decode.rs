@@ -5,9 +5,9 @@
 
 use lncsim_model::codegen::record::{DeviceDescriptor, FLAG_RELOCATED, Opcode, Record, matmul_dims};
 
-use crate::cost::CostModel;
-use crate::vars::NONE;
-use crate::violation::Illegal;
+use crate::check::violation::Illegal;
+use crate::engine::cost::CostModel;
+use crate::engine::vars::NONE;
 
 /// One memory access of an instruction.
 #[derive(Clone, Copy, Debug, Default)]

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::queue::Time;
+use crate::engine::queue::Time;
 
 /// One core's arrival.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,15 +8,15 @@ use lncsim_model::codegen::record::Opcode;
 use lncsim_model::marks;
 use rand::RngExt;
 
-use crate::barrier::{Arrival, BarrierIssue};
-use crate::decode::Instr;
-use crate::engine::State;
-use crate::program::Stream;
-use crate::queue::{EventKind, Time};
-use crate::report::{Outcome, SimReport};
-use crate::sim::Simulation;
-use crate::trace::TraceEvent;
-use crate::violation::Violation;
+use crate::check::violation::Violation;
+use crate::engine::barrier::{Arrival, BarrierIssue};
+use crate::engine::decode::Instr;
+use crate::engine::processor::State;
+use crate::engine::program::Stream;
+use crate::engine::queue::{EventKind, Time};
+use crate::engine::report::{Outcome, SimReport};
+use crate::engine::sim::Simulation;
+use crate::engine::trace::TraceEvent;
 
 impl Simulation {
     /// Runs to the end (every engine done, a deadlock, or the event budget)
@@ -176,7 +176,7 @@ impl Simulation {
             marks::hit("sim.fault.dma_spike");
             lat += s.extra_ns;
             let core = self.cores[core_ix].core;
-            self.fault_state.fire(crate::fault::FiredSimFault::DmaSpike {
+            self.fault_state.fire(crate::engine::fault::FiredSimFault::DmaSpike {
                 core,
                 transfer,
                 at_ns: now,
@@ -236,7 +236,7 @@ impl Simulation {
             joined.clear();
             joined.resize(self.clocks.threads, 0);
             for x in &arrivals {
-                crate::race::join(&mut joined, self.clocks.vc(x.engine as usize));
+                crate::check::race::join(&mut joined, self.clocks.vc(x.engine as usize));
             }
             for x in &arrivals {
                 self.clocks.set(x.engine as usize, &joined);

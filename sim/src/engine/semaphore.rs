@@ -5,9 +5,9 @@
 //! so a wait for value `v` acquires exactly the signals up to the one that
 //! reached `v`, not later ones it happened to find (no false ordering).
 
-use crate::program::SemPlan;
-use crate::race::{VcPool, join};
-use crate::vars::NONE;
+use crate::check::race::{VcPool, join};
+use crate::engine::program::SemPlan;
+use crate::engine::vars::NONE;
 
 /// One semaphore.
 #[derive(Debug)]

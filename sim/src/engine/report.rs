@@ -5,9 +5,9 @@ use std::fmt;
 
 use lncsim_model::ir::Engine;
 
-use crate::queue::Time;
-use crate::trace::Trace;
-use crate::violation::Violation;
+use crate::check::violation::Violation;
+use crate::engine::queue::Time;
+use crate::engine::trace::Trace;
 
 /// How the run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,8 +99,8 @@ pub struct SimReport {
     /// The recorded trace, when the config asked for one.
     pub trace: Option<Trace>,
     /// The injected faults that fired, in firing order (the first
-    /// [`crate::fault::MAX_FIRED_LISTED`]).
-    pub faults_fired: Vec<crate::fault::FiredSimFault>,
+    /// [`crate::engine::fault::MAX_FIRED_LISTED`]).
+    pub faults_fired: Vec<crate::engine::fault::FiredSimFault>,
     /// How many injected faults fired in all.
     pub faults_fired_total: u64,
 }
