@@ -18,28 +18,33 @@
 //! the findings are those of checking every byte. Findings per access: one
 //! race per prior access (the lowest address), one clobber (the lowest).
 //!
-//! - `readers`: per granule of `GRANULE` bytes, which threads may hold a read
-//!   overlapping it (bit `t % 64`; exact for up to 64 threads, a superset
-//!   beyond). A write probes only the read maps of those threads instead of
-//!   every thread's (five per core), and clears the bits of the granules it
-//!   leaves without reads. The masks are looked up only, never iterated.
+//! The state is kept per mirrored region ([`crate::engine::mirror`]):
+//! every access lies inside one region (the mirror merges overlapping and
+//! touching accesses), so no interval crosses a region and each access
+//! searches only its own region's small maps, found by the index the
+//! mirror resolved at build time (no search over the whole address space).
+//!
+//! - `masks`: per granule of `GRANULE` bytes of a region (counted from the
+//!   region's start, so no granule spans two regions), which threads may
+//!   hold a read overlapping it (bit `t % 64`; exact for up to 64 threads, a
+//!   superset beyond), in one dense array. A write probes only the read maps
+//!   of those threads instead of every thread's that read in the region,
+//!   and clears the bits of the granules it leaves without reads.
 //!
 //! Cost: a write costs O(g) mask updates for the g granules it covers (at
 //! most `len / GRANULE + 2`, fewer than the bytes the record moves) plus
 //! O(log s) per thread that holds a read in those granules, plus O(log s) per
-//! interval it removes; a read O(g) mask updates plus O(log s) per read
-//! interval it replaces plus O(log s) per last-write interval it checks, and
-//! each (last-write interval, thread) pair is checked once unless the first
-//! check found something. Every access creates at most three intervals, so n
-//! accesses cost O((n c + k) log n + b / GRANULE) for k findings, c threads
-//! reading each granule (at most T, five per core; one or two in practice)
-//! and b bytes accessed, in O(n) memory: linear in the program for a fixed
-//! core count, independent of how accesses overlap (the former per-segment
-//! cells cost the sum of segments covered, quadratic when many accesses fall
-//! on one large tensor).
-
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+//! interval it removes; a read O(g) mask updates plus O(log T) to find its
+//! thread's map plus O(log s) per read interval it replaces plus O(log s)
+//! per last-write interval it checks, and each (last-write interval, thread)
+//! pair is checked once unless the first check found something (s: the
+//! intervals of the one region, usually a handful). Every access creates at
+//! most three intervals, so n accesses cost O((n c + k) log n + b / GRANULE)
+//! for k findings, c threads reading each granule (at most T, five per core;
+//! one or two in practice) and b bytes accessed, in O(n + m / GRANULE + r)
+//! memory for m mirrored bytes in r regions: linear in the program for a
+//! fixed core count, independent of how accesses overlap. Building costs
+//! O(r + p log r + q) for p preset ranges meeting regions q times.
 
 use crate::check::intervals::Intervals;
 use crate::check::ownership::clobbered;
@@ -75,40 +80,27 @@ struct Read {
 /// Bytes per granule of the reader masks (a power of two).
 const GRANULE_SHIFT: u32 = 8;
 
-/// A multiplicative hash of a granule index (lookups only: no order is observed).
-#[derive(Default)]
-struct GranuleHasher(u64);
-
-impl Hasher for GranuleHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-/// Per granule, the bit `t % 64` of every thread that may hold a read overlapping it.
-type Readers = HashMap<u64, u64, BuildHasherDefault<GranuleHasher>>;
-
-/// The granules `[first, last]` holding the bytes `[a, b)` (`a < b`).
+/// The granules `[first, last]` holding the bytes `[a, b)` (`a < b`) of a region.
 fn granules(a: u64, b: u64) -> (u64, u64) {
     (a >> GRANULE_SHIFT, (b - 1) >> GRANULE_SHIFT)
+}
+
+/// One region's state.
+#[derive(Debug, Default)]
+struct Local {
+    writes: Intervals<Written>,
+    /// Per thread that holds a read here, sorted by thread.
+    reads: Vec<(u16, Intervals<Read>)>,
 }
 
 /// The shadow state.
 #[derive(Debug)]
 pub(crate) struct Shadow {
-    writes: Intervals<Written>,
-    reads: Vec<Intervals<Read>>,
-    readers: Readers,
+    regions: Vec<Local>,
+    /// Per region: its start address and the index of its first granule in `masks`.
+    spans: Vec<(u64, usize)>,
+    masks: Vec<u64>,
+    shadowed: bool,
     checks: Checks,
     /// Scratch: the pieces of a read to check, and the races of one access.
     todo: Vec<(u64, u64)>,
@@ -116,40 +108,92 @@ pub(crate) struct Shadow {
 }
 
 impl Shadow {
-    /// Fresh state for `threads` threads with the preset owners `(start, end, owner)` (later ones win).
-    pub(crate) fn new(threads: usize, preset: &[(u64, u64, u32)], checks: Checks) -> Shadow {
-        let mut writes = Intervals::default();
+    /// Fresh state for `threads` threads over the mirrored regions `(start, len)`
+    /// (ascending, disjoint) with the preset owners `(start, end, owner)` (later ones win).
+    pub(crate) fn new(threads: usize, regions: &[(u64, u64)], preset: &[(u64, u64, u32)], checks: Checks) -> Shadow {
+        let shadowed = threads > 0 && (checks.races || checks.ownership);
+        let mut sh = Shadow {
+            regions: Vec::new(),
+            spans: Vec::new(),
+            masks: Vec::new(),
+            shadowed,
+            checks,
+            todo: Vec::new(),
+            races: Vec::new(),
+        };
+        if !shadowed {
+            return sh;
+        }
+        sh.regions.resize_with(regions.len(), Local::default);
+        sh.spans.reserve_exact(regions.len());
+        let mut granules = 0usize;
+        for &(start, len) in regions {
+            sh.spans.push((start, granules));
+            granules = granules.saturating_add(usize::try_from(len.div_ceil(1 << GRANULE_SHIFT)).unwrap_or(usize::MAX));
+        }
+        sh.masks = vec![0; granules];
         if checks.ownership {
             for &(a, e, owner) in preset {
-                writes.assign(a, e, Written { tag: Tag::NONE, owner });
+                let first = regions.partition_point(|&(s, l)| s.saturating_add(l) <= a);
+                for (k, &(s, l)) in regions.iter().enumerate().skip(first).take_while(|(_, r)| r.0 < e) {
+                    let (lo, hi) = (a.max(s), e.min(s.saturating_add(l)));
+                    sh.regions[k].writes.assign(lo, hi, Written { tag: Tag::NONE, owner });
+                }
             }
         }
-        let reads = if checks.races || checks.ownership { vec![Intervals::default(); threads] } else { Vec::new() };
-        Shadow { writes, reads, readers: Readers::default(), checks, todo: Vec::new(), races: Vec::new() }
+        sh
     }
 
     /// Intervals held (writes, reads): for tests of the memory bound.
     #[cfg(test)]
     fn intervals(&self) -> (usize, usize) {
-        (self.writes.len(), self.reads.iter().map(Intervals::len).sum())
+        let w = self.regions.iter().map(|l| l.writes.len()).sum();
+        let r = self.regions.iter().flat_map(|l| &l.reads).map(|(_, m)| m.len()).sum();
+        (w, r)
+    }
+
+    /// The reader mask of granule `g` of region `r` (tests).
+    #[cfg(test)]
+    fn mask(&self, r: usize, g: usize) -> u64 {
+        self.masks[self.spans[r].1 + g]
+    }
+
+    /// The region of a mapped access, its bytes `[a, b)`, the index of the
+    /// region's first granule and the region's start; `None` when it is not
+    /// shadowed (unmapped, empty, or placed past its region).
+    fn place(&self, m: &MemRef) -> Option<(usize, u64, u64, usize, u64)> {
+        let (r, off) = m.loc?;
+        let &(_, gbase) = self.spans.get(r as usize)?;
+        if m.len == 0 || !self.shadowed {
+            return None;
+        }
+        let start = m.pa.checked_sub(off as u64)?;
+        let last = gbase.checked_add(usize::try_from((off as u64).checked_add(m.len - 1)? >> GRANULE_SHIFT).ok()?)?;
+        let end = self.spans.get(r as usize + 1).map_or(self.masks.len(), |x| x.1);
+        (last < end).then_some((r as usize, m.pa, m.pa.checked_add(m.len)?, gbase, start))
     }
 
     /// A read by `tag` (thread clock `vc`) of the bytes of `m` (unmapped accesses are not shadowed).
     pub(crate) fn read(&mut self, m: &MemRef, tag: Tag, vc: &[u32], out: &mut Vec<Finding>) {
-        let t = usize::from(tag.thread);
-        if m.loc.is_none() || m.len == 0 || t >= self.reads.len() {
-            return;
-        }
-        let (a, b) = (m.pa, m.pa.saturating_add(m.len));
+        let Some((r, a, b, gbase, start)) = self.place(m) else { return };
+        let t = tag.thread;
+        let local = &mut self.regions[r];
+        let ti = match local.reads.binary_search_by_key(&t, |x| x.0) {
+            Ok(i) => i,
+            Err(i) => {
+                local.reads.insert(i, (t, Intervals::default()));
+                i
+            }
+        };
         let mut todo = std::mem::take(&mut self.todo);
         todo.clear();
         let mut cur = a;
-        for (s, e, r) in self.reads[t].overlapping(a, b) {
+        for (s, e, rd) in local.reads[ti].1.overlapping(a, b) {
             let (s, e) = (s.max(a), e.min(b));
             if s > cur {
                 todo.push((cur, s));
             }
-            if !(r.clean && r.owner == m.owner) {
+            if !(rd.clean && rd.owner == m.owner) {
                 todo.push((s, e));
             }
             cur = e;
@@ -160,7 +204,7 @@ impl Shadow {
         let mut clobber = false;
         self.races.clear();
         for &(pa, pb) in &todo {
-            for (s, _, w) in self.writes.overlapping(pa, pb) {
+            for (s, _, w) in local.writes.overlapping(pa, pb) {
                 let addr = s.max(pa);
                 if self.checks.races && !ordered(w.tag, tag.thread, vc) {
                     self.races.push((RaceKind::WriteRead, w.tag, addr));
@@ -173,50 +217,47 @@ impl Shadow {
         }
         self.todo = todo;
         let clean = !clobber && self.races.is_empty();
-        self.flush_races(out);
-        self.reads[t].assign(a, b, Read { tag, owner: m.owner, clean });
-        let (g0, g1) = granules(a, b);
-        for g in g0..=g1 {
-            *self.readers.entry(g).or_insert(0) |= 1 << (t % 64);
+        local.reads[ti].1.assign(a, b, Read { tag, owner: m.owner, clean });
+        let (g0, g1) = granules(a - start, b - start);
+        for g in &mut self.masks[gbase + g0 as usize..=gbase + g1 as usize] {
+            *g |= 1 << (t % 64);
         }
+        self.flush_races(out);
     }
 
     /// A write by `tag` (thread clock `vc`) of the bytes of `m` (unmapped accesses are not shadowed).
     pub(crate) fn write(&mut self, m: &MemRef, tag: Tag, vc: &[u32], out: &mut Vec<Finding>) {
-        if m.loc.is_none() || m.len == 0 || !(self.checks.races || self.checks.ownership) {
-            return;
-        }
-        let (a, b) = (m.pa, m.pa.saturating_add(m.len));
+        let Some((r, a, b, gbase, start)) = self.place(m) else { return };
+        let local = &mut self.regions[r];
         self.races.clear();
         if self.checks.races {
-            for (s, _, w) in self.writes.overlapping(a, b) {
+            for (s, _, w) in local.writes.overlapping(a, b) {
                 if !ordered(w.tag, tag.thread, vc) {
                     self.races.push((RaceKind::WriteWrite, w.tag, s.max(a)));
                 }
             }
         }
         // The threads that may hold reads under [a, b): those of its granules' masks.
-        let (g0, g1) = granules(a, b);
-        let mut mask = 0u64;
-        for g in g0..=g1 {
-            mask |= self.readers.get(&g).copied().unwrap_or(0);
-        }
+        let (g0, g1) = granules(a - start, b - start);
+        let masks = &mut self.masks[gbase + g0 as usize..=gbase + g1 as usize];
+        let mask = masks.iter().fold(0u64, |x, &m| x | m);
         if mask != 0 {
             // Scan each candidate over the whole granules, so the edge granules learn
             // whether any read outside [a, b) is left in them.
-            let (ga, gb) = (g0 << GRANULE_SHIFT, (g1 << GRANULE_SHIFT).saturating_add(1 << GRANULE_SHIFT));
+            let ga = start + (g0 << GRANULE_SHIFT);
+            let gb = (start + (g1 << GRANULE_SHIFT)).saturating_add(1 << GRANULE_SHIFT);
             let (mut keep0, mut keep1) = (0u64, 0u64);
-            for (t, reads) in self.reads.iter_mut().enumerate() {
-                let bit = 1u64 << (t % 64);
+            for (t, reads) in &mut local.reads {
+                let bit = 1u64 << (*t % 64);
                 if mask & bit == 0 {
                     continue;
                 }
                 let mut any = false;
-                for (s, e, r) in reads.overlapping(ga, gb) {
+                for (s, e, rd) in reads.overlapping(ga, gb) {
                     if s < b && e > a {
                         any = true;
-                        if self.checks.races && !ordered(r.tag, tag.thread, vc) {
-                            self.races.push((RaceKind::ReadWrite, r.tag, s.max(a)));
+                        if self.checks.races && !ordered(rd.tag, tag.thread, vc) {
+                            self.races.push((RaceKind::ReadWrite, rd.tag, s.max(a)));
                         }
                     }
                     // What is left of it after the write, inside the edge granules.
@@ -231,22 +272,16 @@ impl Shadow {
                     reads.remove(a, b);
                 }
             }
+            local.reads.retain(|(_, m)| !m.is_empty());
             // Reads left outside [a, b) can only be in the edge granules.
-            for g in g0..=g1 {
-                let left = (if g == g0 { keep0 } else { 0 }) | (if g == g1 { keep1 } else { 0 });
-                match self.readers.get_mut(&g) {
-                    Some(m) if *m & !left != 0 => {
-                        *m &= left;
-                        if *m == 0 {
-                            self.readers.remove(&g);
-                        }
-                    }
-                    _ => {}
-                }
+            let last = masks.len() - 1;
+            for (k, g) in masks.iter_mut().enumerate() {
+                let left = (if k == 0 { keep0 } else { 0 }) | (if k == last { keep1 } else { 0 });
+                *g &= left;
             }
         }
+        local.writes.assign(a, b, Written { tag, owner: m.owner });
         self.flush_races(out);
-        self.writes.assign(a, b, Written { tag, owner: m.owner });
     }
 
     /// Appends the access's races, one per prior access (its lowest address), by address.
@@ -271,8 +306,14 @@ mod tests {
         Tag { thread, slot: 0, clock, site }
     }
 
+    /// An access inside the one region `[0, 1 << 24)` of [`one`].
     fn mem(pa: u64, len: u64, owner: u32) -> MemRef {
-        MemRef { pa, len, owner, loc: Some((0, 0)), ..MemRef::default() }
+        MemRef { pa, len, owner, loc: Some((0, pa as usize)), ..MemRef::default() }
+    }
+
+    /// Shadow state over the one region `[0, 1 << 24)`.
+    fn one(threads: usize, preset: &[(u64, u64, u32)]) -> Shadow {
+        Shadow::new(threads, &[(0, 1 << 24)], preset, Checks::default())
     }
 
     fn races(out: &[Finding]) -> Vec<(RaceKind, u32, u64)> {
@@ -286,7 +327,7 @@ mod tests {
 
     #[test]
     fn unordered_conflicts_are_reported_once_per_prior_and_ordered_ones_are_not() {
-        let mut sh = Shadow::new(2, &[], Checks::default());
+        let mut sh = one(2, &[]);
         let mut out = Vec::new();
         // Thread 0 writes [0, 100) at clock 1.
         sh.write(&mem(0, 100, NONE), tag(0, 1, 10), &[1, 0], &mut out);
@@ -310,7 +351,7 @@ mod tests {
 
     #[test]
     fn a_clean_read_is_not_rechecked_but_a_racy_or_other_owner_read_is() {
-        let mut sh = Shadow::new(2, &[(0, 100, 7)], Checks::default());
+        let mut sh = one(2, &[(0, 100, 7)]);
         let mut out = Vec::new();
         // Thread 0's unordered write of [40, 60), then thread 1 reads [0, 100) twice: both reads race.
         sh.write(&mem(40, 20, 7), tag(0, 1, 1), &[1, 0], &mut out);
@@ -378,14 +419,16 @@ mod tests {
     #[test]
     fn findings_equal_a_byte_by_byte_check_with_threads_sharing_reader_bits() {
         use rand::{RngExt, SeedableRng};
-        // 70 threads: threads t and t + 64 share a reader bit; 6 granules of bytes.
+        // 70 threads: threads t and t + 64 share a reader bit. Two regions, the
+        // second starting off a granule edge, and a gap between them.
         const THREADS: usize = 70;
         const BYTES: u64 = 6 << GRANULE_SHIFT;
+        let regions = [(0, (3 << GRANULE_SHIFT) + 13), ((4 << GRANULE_SHIFT) - 100, (2 << GRANULE_SHIFT) + 100)];
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
         let mut found = 0;
         for _ in 0..60 {
             let preset = [(0, BYTES / 2, 1), (BYTES / 3, BYTES, 2)];
-            let mut sh = Shadow::new(THREADS, &preset, Checks::default());
+            let mut sh = Shadow::new(THREADS, &regions, &preset, Checks::default());
             let mut writes = vec![(Tag::NONE, NONE); BYTES as usize];
             for &(a, e, o) in &preset {
                 writes[a as usize..e as usize].fill((Tag::NONE, o));
@@ -407,10 +450,13 @@ mod tests {
                     join(&mut clocks[t], &from);
                 }
                 let vc = clocks[t].clone();
-                let a = rng.random_range(0..BYTES - 1);
+                let r = rng.random_range(0..2usize);
+                let (start, size) = regions[r];
+                let a = start + rng.random_range(0..size - 1);
                 let len = if rng.random_bool(0.8) { rng.random_range(1..=64) } else { rng.random_range(1..=600) };
-                let len = len.min(BYTES - a);
-                let m = mem(a, len, [NONE, 1, 2][rng.random_range(0..3)]);
+                let len = len.min(start + size - a);
+                let owner = [NONE, 1, 2][rng.random_range(0..3)];
+                let m = MemRef { pa: a, len, owner, loc: Some((r as u32, (a - start) as usize)), ..MemRef::default() };
                 let write = rng.random_bool(0.4);
                 let tag = Tag { thread: t as u16, slot: 0, clock: vc[t], site };
                 let mut out = Vec::new();
@@ -430,19 +476,51 @@ mod tests {
                 found += out.len();
             }
             // The masks hold a bit only where a read is left (exact below 64 threads, here a superset).
-            for g in 0..6u64 {
-                let left = (0..THREADS)
-                    .filter(|&t| sh.reads[t].overlapping(g << GRANULE_SHIFT, (g + 1) << GRANULE_SHIFT).next().is_some())
-                    .fold(0u64, |m, t| m | 1 << (t % 64));
-                assert_eq!(sh.readers.get(&g).copied().unwrap_or(0), left, "granule {g}");
+            for (r, &(start, size)) in regions.iter().enumerate() {
+                for g in 0..size.div_ceil(1 << GRANULE_SHIFT) {
+                    let (ga, gb) = (start + (g << GRANULE_SHIFT), start + ((g + 1) << GRANULE_SHIFT));
+                    let left = sh.regions[r]
+                        .reads
+                        .iter()
+                        .filter(|(_, m)| m.overlapping(ga, gb).next().is_some())
+                        .fold(0u64, |m, &(t, _)| m | 1 << (t % 64));
+                    assert_eq!(sh.mask(r, g as usize), left, "region {r} granule {g}");
+                }
             }
         }
         assert!(found > 1000, "the sequences find races and clobbers: {found}");
     }
 
     #[test]
+    fn an_access_placed_past_its_region_or_unmapped_is_not_shadowed() {
+        let mut sh = Shadow::new(2, &[(0, 300), (1000, 10)], &[], Checks::default());
+        let mut out = Vec::new();
+        let past = MemRef { pa: 1005, len: 300, loc: Some((1, 5)), ..MemRef::default() };
+        sh.write(&past, tag(0, 1, 1), &[1, 0], &mut out);
+        let lost = MemRef { pa: 0, len: 4, loc: Some((2, 0)), ..MemRef::default() };
+        sh.write(&lost, tag(0, 2, 2), &[2, 0], &mut out);
+        sh.write(&MemRef { loc: None, ..mem(0, 4, NONE) }, tag(0, 3, 3), &[3, 0], &mut out);
+        assert_eq!(sh.intervals(), (0, 0));
+        // A write in region 1 and an unordered read of it race; region 0 is untouched.
+        sh.write(&MemRef { pa: 1002, len: 4, loc: Some((1, 2)), ..MemRef::default() }, tag(0, 4, 4), &[4, 0], &mut out);
+        sh.read(&MemRef { pa: 1000, len: 10, loc: Some((1, 0)), ..MemRef::default() }, tag(1, 1, 5), &[0, 1], &mut out);
+        assert_eq!(races(&out), vec![(RaceKind::WriteRead, 4, 1002)]);
+        assert_eq!(sh.regions[0].writes.len(), 0);
+    }
+
+    #[test]
+    fn presets_are_clipped_to_the_regions_they_meet() {
+        let sh = Shadow::new(1, &[(10, 10), (40, 10), (90, 5)], &[(0, 45, 1), (15, 100, 2)], Checks::default());
+        let w =
+            |r: usize| sh.regions[r].writes.overlapping(0, 200).map(|(s, e, w)| (s, e, w.owner)).collect::<Vec<_>>();
+        assert_eq!(w(0), vec![(10, 15, 1), (15, 20, 2)]);
+        assert_eq!(w(1), vec![(40, 50, 2)]);
+        assert_eq!(w(2), vec![(90, 95, 2)]);
+    }
+
+    #[test]
     fn many_reads_of_one_large_tensor_keep_few_intervals() {
-        let mut sh = Shadow::new(2, &[(0, 1 << 20, 1)], Checks::default());
+        let mut sh = one(2, &[(0, 1 << 20, 1)]);
         let mut out = Vec::new();
         for k in 0..10_000u64 {
             let a = (k * 7919) % ((1 << 20) - 4096);

@@ -79,13 +79,20 @@ impl Allocation {
         }
     }
 
-    /// Writes `data` at `off` (inside the allocation), chunk by chunk.
+    /// Writes `data` at `off` (inside the allocation), chunk by chunk. A
+    /// piece of zeros aimed at a chunk never written materialises nothing:
+    /// that chunk already reads as zeros (a run's write-back of untouched
+    /// scratch costs no host page). Cost: O(len).
     fn write_from(&mut self, off: usize, data: &[u8]) {
         let mut at = off;
         while at < off + data.len() {
             let (c, o) = (at >> CHUNK_SHIFT, at & (CHUNK - 1));
             let n = (CHUNK - o).min(off + data.len() - at);
-            self.chunk_mut(c)[o..o + n].copy_from_slice(&data[at - off..at - off + n]);
+            let piece = &data[at - off..at - off + n];
+            let unwritten = self.chunks.get(c).is_none_or(Option::is_none);
+            if !(unwritten && piece.iter().all(|&b| b == 0)) {
+                self.chunk_mut(c)[o..o + n].copy_from_slice(piece);
+            }
             at += n;
         }
     }
@@ -326,6 +333,24 @@ mod tests {
         want[at as usize + 1..at as usize + 5].fill(7);
         assert_eq!(h.read(a + at, 6), Some(want[at as usize..at as usize + 6].to_vec()));
         assert!(h.read(a + size, 1).is_none() && h.write(a + size - 2, &[0; 3]).is_none());
+    }
+
+    #[test]
+    fn writing_zeros_materialises_only_chunks_already_written() {
+        let mut h = Hbm::new(0, 1 << 30);
+        let a = h.alloc(0, 2 * CHUNK as u64, 1).unwrap();
+        h.write(a + 5, &[0; 100]).unwrap();
+        assert!(!h.allocs[&a].materialised(), "zeros into a chunk never written change nothing");
+        // Zeros across the chunk edge, then a nonzero byte: only that chunk is materialised.
+        h.write(a + CHUNK as u64 - 2, &[0, 0, 0, 0]).unwrap();
+        h.write(a + CHUNK as u64 + 1, &[9]).unwrap();
+        let chunks: Vec<bool> = h.allocs[&a].chunks.iter().map(Option::is_some).collect();
+        assert_eq!(chunks, vec![false, true]);
+        // Zeros over written bytes do overwrite them.
+        h.write(a + CHUNK as u64, &[0, 0, 0]).unwrap();
+        assert_eq!(h.read(a + CHUNK as u64 - 1, 4), Some(vec![0; 4]));
+        h.write(a + 3, &[1, 0, 2]).unwrap();
+        assert_eq!(h.read(a, 8), Some(vec![0, 0, 0, 1, 0, 2, 0, 0]));
     }
 
     #[test]

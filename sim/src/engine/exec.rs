@@ -54,7 +54,7 @@ impl Simulation {
         let Some(dloc) = dst.loc else { return };
         if ins.op == Some(Opcode::Dma) {
             let Some(sloc) = mems[1].loc else { return };
-            self.hbm.copy(sloc, dloc, dst.len as usize, &mut self.buf);
+            self.hbm.copy(sloc, dloc, dst.len as usize);
             self.hbm_bytes += dst.len;
             return;
         }

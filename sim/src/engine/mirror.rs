@@ -10,11 +10,14 @@
 //! instructions touch. Overlapping accesses (a shared tensor seen by every
 //! core, two tensors placed over each other) fall into one region, so their
 //! bytes really alias. Every access is resolved once, at build time, to
-//! (region, offset); executing a record then touches a plain slice.
+//! (region, offset), in the same sweep that merges the regions; executing a
+//! record then touches a plain slice. Every region's bytes sit in one
+//! buffer, in address order.
 //!
 //! Cost: O((v + a) log (v + a)) to build for v vars and a accesses (sorting
-//! and merging ranges), O(log r) per access located in r regions; memory is
-//! the touched bytes plus O(v + r).
+//! and merging ranges; each access's place comes out of the merge), O(log r)
+//! per access located afterwards in r regions; memory is the touched bytes
+//! plus O(v + r).
 
 use lncsim_model::load::{CoreImage, Device};
 
@@ -28,25 +31,25 @@ struct Source {
     len: u64,
 }
 
-/// A contiguous mirrored range.
-#[derive(Debug)]
-struct Region {
-    start: u64,
-    data: Vec<u8>,
-    dirty: bool,
-}
-
 /// The mirrored HBM.
 #[derive(Debug, Default)]
 pub(crate) struct Hbm {
-    regions: Vec<Region>,
-    /// Each region's start, dense (the search in `locate` touches 8 bytes per step, not a region).
+    /// Every region's bytes, region after region.
+    data: Vec<u8>,
+    /// Each region's start address, dense (the search in `locate` touches 8 bytes per step).
     starts: Vec<u64>,
+    /// Where each region's bytes begin in `data`, and (last) the end of `data`.
+    bases: Vec<usize>,
+    /// Each region written since the mirror was taken.
+    dirty: Vec<bool>,
     /// Var ranges, sorted, none inside another.
     sources: Vec<Source>,
     /// Merged var ranges: what is mapped.
     mapped: Vec<(u64, u64)>,
 }
+
+/// Where an access lies in the mirror: (region, offset), `None` when it is not mirrored.
+pub(crate) type Place = Option<(u32, usize)>;
 
 /// Largest single access the simulator mirrors (4 GiB), so a corrupt record fails cleanly.
 const MAX_ACCESS: u64 = 1 << 32;
@@ -65,12 +68,14 @@ fn merge(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
 }
 
 impl Hbm {
-    /// Maps every var of every image and mirrors the mapped parts of `accesses` (pa, len) from `device`.
+    /// Maps every var of every image and mirrors the mapped parts of
+    /// `accesses` (pa, len) from `device`; returns the mirror and each
+    /// access's place, in the order given (`None`: not mirrored).
     pub(crate) fn mirror(
         device: &dyn Device,
         images: &[CoreImage],
         accesses: impl Iterator<Item = (u64, u64)>,
-    ) -> Result<Hbm, SimError> {
+    ) -> Result<(Hbm, Vec<Place>), SimError> {
         let mut ranges: Vec<Source> = Vec::new();
         for img in images {
             for v in img.vars.iter().filter(|v| v.size > 0) {
@@ -93,24 +98,58 @@ impl Hbm {
             }
         }
         let mapped = merge(sources.iter().map(|s| (s.pa, s.pa + s.len)).collect());
-        let mut hbm = Hbm { regions: Vec::new(), starts: Vec::new(), sources, mapped };
-        let wanted: Vec<(u64, u64)> = accesses
-            .filter(|&(pa, len)| len > 0 && len <= MAX_ACCESS && hbm.is_mapped(pa, len))
-            .map(|(pa, len)| (pa, pa + len))
-            .collect();
-        for (start, end) in merge(wanted) {
-            let mut data = vec![0u8; (end - start) as usize];
+        let mut hbm =
+            Hbm { data: Vec::new(), starts: Vec::new(), bases: Vec::new(), dirty: Vec::new(), sources, mapped };
+        // The mirrored accesses with their index; the others are located after the build.
+        let mut places: Vec<Place> = Vec::new();
+        let mut wanted: Vec<(u64, u64, u32)> = Vec::new();
+        let mut later: Vec<(u32, u64, u64)> = Vec::new();
+        for (k, (pa, len)) in accesses.enumerate() {
+            let k = u32::try_from(k).map_err(|_| SimError::BadImage(format!("more than {} accesses", u32::MAX)))?;
+            places.push(None);
+            if len > 0 && len <= MAX_ACCESS && hbm.is_mapped(pa, len) {
+                wanted.push((pa, pa + len, k));
+            } else {
+                later.push((k, pa, len));
+            }
+        }
+        wanted.sort_unstable();
+        // One sweep: merge into regions (overlapping or touching) and place each access.
+        let mut spans: Vec<(u64, u64)> = Vec::new();
+        for &(a, e, k) in &wanted {
+            match spans.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(e),
+                _ => spans.push((a, e)),
+            }
+            let r = spans.len() - 1;
+            places[k as usize] = Some((r as u32, (a - spans[r].0) as usize));
+        }
+        drop(wanted);
+        let mut total = 0usize;
+        hbm.bases.reserve_exact(spans.len() + 1);
+        for &(start, end) in &spans {
+            hbm.bases.push(total);
+            let len = usize::try_from(end - start).map_err(|_| SimError::BadImage("mirror too large".into()))?;
+            total = total.checked_add(len).ok_or_else(|| SimError::BadImage("mirror too large".into()))?;
+        }
+        hbm.bases.push(total);
+        hbm.data = vec![0u8; total];
+        for (i, &(start, end)) in spans.iter().enumerate() {
+            let base = hbm.bases[i];
             // Fill from every var range overlapping the region (each lies in one device allocation).
             let first = hbm.sources.partition_point(|s| s.pa + s.len <= start);
             for s in hbm.sources[first..].iter().take_while(|s| s.pa < end) {
                 let (lo, hi) = (s.pa.max(start), (s.pa + s.len).min(end));
                 let bytes = device.copy_out(lo, hi - lo).map_err(|e| SimError::Device(e.to_string()))?;
-                data[(lo - start) as usize..(hi - start) as usize].copy_from_slice(&bytes);
+                hbm.data[base + (lo - start) as usize..base + (hi - start) as usize].copy_from_slice(&bytes);
             }
-            hbm.regions.push(Region { start, data, dirty: false });
             hbm.starts.push(start);
         }
-        Ok(hbm)
+        hbm.dirty = vec![false; spans.len()];
+        for (k, pa, len) in later {
+            places[k as usize] = hbm.locate(pa, len);
+        }
+        Ok((hbm, places))
     }
 
     /// True when `[pa, pa + len)` lies inside the merged var ranges.
@@ -122,44 +161,50 @@ impl Hbm {
     /// The region and offset holding `[pa, pa + len)` entirely, if one does.
     pub(crate) fn locate(&self, pa: u64, len: u64) -> Option<(u32, usize)> {
         let i = self.starts.partition_point(|&s| s <= pa).checked_sub(1)?;
-        let r = &self.regions[i];
-        let off = pa - r.start;
-        (off.checked_add(len)? <= r.data.len() as u64).then_some((i as u32, off as usize))
+        let off = pa - self.starts[i];
+        let size = (self.bases[i + 1] - self.bases[i]) as u64;
+        (off.checked_add(len)? <= size).then_some((i as u32, off as usize))
+    }
+
+    /// Every region as `(start, len)`, ascending.
+    pub(crate) fn spans(&self) -> Vec<(u64, u64)> {
+        self.starts.iter().zip(self.bases.windows(2)).map(|(&s, b)| (s, (b[1] - b[0]) as u64)).collect()
+    }
+
+    /// Where a located range begins in `data`.
+    fn at(&self, region: u32, off: usize) -> usize {
+        self.bases[region as usize] + off
     }
 
     /// The bytes at a located range.
     pub(crate) fn slice(&self, region: u32, off: usize, len: usize) -> &[u8] {
-        &self.regions[region as usize].data[off..off + len]
+        let at = self.at(region, off);
+        &self.data[at..at + len]
     }
 
     /// Overwrites a located range with `data`.
     pub(crate) fn write(&mut self, region: u32, off: usize, data: &[u8]) {
-        let r = &mut self.regions[region as usize];
-        r.dirty = true;
-        r.data[off..off + data.len()].copy_from_slice(data);
+        let at = self.at(region, off);
+        self.dirty[region as usize] = true;
+        self.data[at..at + data.len()].copy_from_slice(data);
     }
 
     /// Copies `len` bytes between two located ranges (they may overlap).
-    pub(crate) fn copy(&mut self, src: (u32, usize), dst: (u32, usize), len: usize, buf: &mut Vec<u8>) {
-        if src.0 == dst.0 {
-            let r = &mut self.regions[src.0 as usize];
-            r.dirty = true;
-            r.data.copy_within(src.1..src.1 + len, dst.1);
-            return;
-        }
-        buf.clear();
-        buf.extend_from_slice(self.slice(src.0, src.1, len));
-        self.write(dst.0, dst.1, buf);
+    pub(crate) fn copy(&mut self, src: (u32, usize), dst: (u32, usize), len: usize) {
+        let (from, to) = (self.at(src.0, src.1), self.at(dst.0, dst.1));
+        self.dirty[dst.0 as usize] = true;
+        self.data.copy_within(from..from + len, to);
     }
 
     /// Writes every dirty region back to the device, piece by var range.
     pub(crate) fn write_back(&self, device: &dyn Device) -> Result<(), SimError> {
-        for r in self.regions.iter().filter(|r| r.dirty) {
-            let (start, end) = (r.start, r.start + r.data.len() as u64);
+        for (i, &start) in self.starts.iter().enumerate().filter(|&(i, _)| self.dirty[i]) {
+            let data = &self.data[self.bases[i]..self.bases[i + 1]];
+            let end = start + data.len() as u64;
             let first = self.sources.partition_point(|s| s.pa + s.len <= start);
             for s in self.sources[first..].iter().take_while(|s| s.pa < end) {
                 let (lo, hi) = (s.pa.max(start), (s.pa + s.len).min(end));
-                let bytes = &r.data[(lo - start) as usize..(hi - start) as usize];
+                let bytes = &data[(lo - start) as usize..(hi - start) as usize];
                 device.copy_in(s.tpb, lo, bytes).map_err(|e| SimError::Device(e.to_string()))?;
             }
         }
@@ -168,7 +213,7 @@ impl Hbm {
 
     /// Number of mirrored bytes.
     pub(crate) fn bytes(&self) -> u64 {
-        self.regions.iter().map(|r| r.data.len() as u64).sum()
+        self.data.len() as u64
     }
 }
 
@@ -211,8 +256,12 @@ mod tests {
         let img = image(vec![(a, 128), (a + 16, 16), (a + 120, 136), (b, 64)]);
         // Accesses: two overlapping ones across the first vars, one in `b`, one unmapped.
         let acc = [(a + 90, 100), (a + 150, 100), (b, 8), (b + 64, 4), (0x10, 4)];
-        let mut h = Hbm::mirror(&d, &[img], acc.into_iter()).unwrap();
+        let (mut h, places) = Hbm::mirror(&d, &[img], acc.into_iter()).unwrap();
         assert_eq!(h.bytes(), 160 + 8, "only what is accessed is mirrored");
+        let located: Vec<_> = acc.iter().map(|&(pa, len)| h.locate(pa, len)).collect();
+        assert_eq!(places, located, "the sweep places each access where a search finds it");
+        assert_eq!(places[..3], [Some((0, 0)), Some((0, 60)), Some((1, 0))]);
+        assert_eq!(h.spans(), vec![(a + 90, 160), (b, 8)]);
         assert!(h.locate(b + 64, 4).is_none() && h.locate(0x10, 4).is_none(), "unmapped accesses are not mirrored");
         let (r, off) = h.locate(a + 100, 1).unwrap();
         assert_eq!(h.slice(r, off, 1), &[7]);
@@ -220,13 +269,17 @@ mod tests {
         assert!(h.locate(a + 80, 20).is_none(), "before the region");
         let (rb, ob) = h.locate(b, 4).unwrap();
         h.write(rb, ob, &[1, 2, 3, 4]);
-        let mut buf = Vec::new();
-        h.copy((rb, ob), (r, off), 4, &mut buf);
+        h.copy((rb, ob), (r, off), 4);
         h.write_back(&d).unwrap();
         assert_eq!(d.copy_out(b, 4).unwrap(), vec![1, 2, 3, 4]);
         assert_eq!(d.copy_out(a + 100, 4).unwrap(), vec![1, 2, 3, 4]);
         // An accessed var outside every allocation cannot be mirrored.
         assert!(Hbm::mirror(&d, &[image(vec![(0x10, 8)])], [(0x10, 4)].into_iter()).is_err());
         assert!(Hbm::mirror(&d, &[image(vec![(0x10, 8)])], std::iter::empty()).is_ok());
+        // A zero-length access inside a region is placed there, one past every region is not.
+        let (h, places) =
+            Hbm::mirror(&d, &[image(vec![(a, 256)])], [(a, 8), (a + 4, 0), (a + 9, 0)].into_iter()).unwrap();
+        assert_eq!(places, vec![Some((0, 0)), Some((0, 4)), None]);
+        assert_eq!(h.bytes(), 8);
     }
 }

@@ -5,7 +5,8 @@
 //! the var table, and for every access its mirror location and its var.
 //!
 //! Cost: O(n log n) in records and accesses (sorting the mirrored ranges
-//! and the semaphore plans); the shadow memory builds its intervals at run
+//! and the semaphore plans; each access's mirror place comes out of the
+//! mirror's merge, no search per access); the shadow memory builds its intervals at run
 //! time ([`crate::check::shadow`]).
 
 use std::collections::BTreeMap;
@@ -19,7 +20,7 @@ use crate::check::ownership::outside_var;
 use crate::check::unequal::canonical_access;
 use crate::engine::cost::CostModel;
 use crate::engine::decode::{DecodeCtx, Instr, decode};
-use crate::engine::mirror::Hbm;
+use crate::engine::mirror::{Hbm, Place};
 use crate::engine::vars::{NONE, VarTable};
 
 /// One engine's decoded stream.
@@ -135,27 +136,33 @@ impl Program {
         }
         let accesses =
             streams.iter().flat_map(|s| s.instrs.iter().flat_map(|i| i.mems().iter().map(|m| (m.pa, m.len))));
-        let hbm = Hbm::mirror(device, images, accesses)?;
+        let (hbm, places) = Hbm::mirror(device, images, accesses)?;
         let mut p = Program { streams, vars, hbm, preset: Vec::new(), sems: Vec::new(), cores };
-        p.resolve();
+        p.resolve(&places);
         p.presets();
         p.sem_plans();
         Ok(p)
     }
 
-    /// Locates every access in the mirror and attaches its var, owner and equalization status.
-    fn resolve(&mut self) {
-        let mut canonical: BTreeMap<u32, u32> = BTreeMap::new();
+    /// Gives every access its place in the mirror (`places`, in access
+    /// order) and attaches its var, owner and equalization status.
+    fn resolve(&mut self, places: &[Place]) {
+        // Per owner id, the first shared var holding it (owner ids are dense).
+        let mut canonical: Vec<u32> = vec![NONE; self.vars.owner_count()];
         for (g, v) in self.vars.vars.iter().enumerate() {
-            if v.shared {
-                canonical.entry(v.owner).or_insert(g as u32);
+            if v.shared
+                && let Some(c) = canonical.get_mut(v.owner as usize)
+                && *c == NONE
+            {
+                *c = g as u32;
             }
         }
+        let mut places = places.iter();
         for s in &mut self.streams {
             for i in &mut s.instrs {
                 let n = usize::from(i.nmem);
                 for m in &mut i.mem[..n] {
-                    m.loc = self.hbm.locate(m.pa, m.len);
+                    m.loc = places.next().copied().flatten();
                     let Some(g) = (m.var_id != NONE).then(|| self.vars.global(s.core_ix as usize, m.var_id)).flatten()
                     else {
                         continue;
@@ -165,7 +172,7 @@ impl Program {
                     m.owner = v.owner;
                     m.out_of_var = outside_var(m.pa, m.len, v.pa, v.size);
                     if v.shared
-                        && let Some(&c) = canonical.get(&v.owner)
+                        && let Some(&c) = canonical.get(v.owner as usize).filter(|&&c| c != NONE)
                     {
                         m.unequal = canonical_access(m.pa, v.pa, self.vars.vars[c as usize].pa);
                     }

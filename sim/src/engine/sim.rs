@@ -113,7 +113,7 @@ impl Simulation {
                 lncsim_model::marks::hit("sim.equalize.unequal_var");
             }
         }
-        let shadow = Shadow::new(threads, &p.preset, config.checks);
+        let shadow = Shadow::new(threads, &p.hbm.spans(), &p.preset, config.checks);
         let fault_state = crate::engine::fault::FaultState::new(&config.faults, p.cores.len());
         Ok(Simulation {
             rng: ChaCha8Rng::seed_from_u64(config.seed),

@@ -172,6 +172,11 @@ impl VarTable {
         })
     }
 
+    /// Number of ownership identities (owner ids are `0..owner_count()`).
+    pub(crate) fn owner_count(&self) -> usize {
+        self.owners.len()
+    }
+
     /// The global index of var `var_id` of core `core_ix`, if it exists.
     pub(crate) fn global(&self, core_ix: usize, var_id: u32) -> Option<u32> {
         let base = *self.base.get(core_ix)?;
