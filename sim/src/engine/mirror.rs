@@ -113,7 +113,8 @@ impl Hbm {
                 later.push((k, pa, len));
             }
         }
-        wanted.sort_unstable();
+        // By start only: how ties fall changes neither the regions nor any place.
+        wanted.sort_unstable_by_key(|w| w.0);
         // One sweep: merge into regions (overlapping or touching) and place each access.
         let mut spans: Vec<(u64, u64)> = Vec::new();
         for &(a, e, k) in &wanted {

@@ -17,10 +17,41 @@
 //! so it has `<t>`'s identity. After the linker the names are already one.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use lncsim_model::codegen::VarKind;
 use lncsim_model::load::{CoreImage, VarImage};
 use lncsim_model::split::view_name;
+
+/// A multiplicative hash of names, eight bytes per step (the maps are
+/// looked up only, never iterated, so no output depends on it).
+#[derive(Default)]
+struct NameHasher(u64);
+
+impl Hasher for NameHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(w);
+            self.write_u64(u64::from_le_bytes(x));
+        }
+        let mut x = [0u8; 8];
+        x[..words.remainder().len()].copy_from_slice(words.remainder());
+        self.write_u64(u64::from_le_bytes(x) ^ (bytes.len() as u64) << 56);
+    }
+
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+/// A hash map keyed by names, hashed by [`NameHasher`].
+type NameMap<K, V> = HashMap<K, V, BuildHasherDefault<NameHasher>>;
 
 /// No owner / no var.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -92,15 +123,15 @@ impl VarTable {
         let mut t =
             VarTable { vars: Vec::with_capacity(total), base: Vec::with_capacity(images.len()), owners: Vec::new() };
         // Identities that may span cores (IO, weights, shared tensors), and this core's private ones.
-        let mut owner_ids: HashMap<(OwnerKind, u32, &str), u32> = HashMap::new();
-        let mut private_ids: HashMap<(u32, &str), u32> = HashMap::with_capacity(most);
+        let mut owner_ids: NameMap<(OwnerKind, u32, &str), u32> = NameMap::default();
+        let mut private_ids: NameMap<(u32, &str), u32> = NameMap::with_capacity_and_hasher(most, Default::default());
         // Clearing per image needs every image on its own core (as the loader stages them).
         let mut cores: Vec<u32> = images.iter().map(|i| i.core).collect();
         cores.sort_unstable();
         cores.dedup();
         let distinct = cores.len() == images.len();
         // Name of every shared tensor var -> the lowest and highest core declaring it.
-        let mut shared_names: HashMap<&str, (u32, u32)> = HashMap::new();
+        let mut shared_names: NameMap<&str, (u32, u32)> = NameMap::default();
         for img in images {
             for v in img.vars.iter().filter(|v| in_shared(img, v)) {
                 let e = shared_names.entry(v.name.as_str()).or_insert((img.core, img.core));
@@ -198,5 +229,22 @@ fn in_shared(img: &CoreImage, v: &VarImage) -> bool {
             matches!(img.vars.get(backing as usize).map(|b| &b.kind), Some(VarKind::SharedScratch))
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::hash::BuildHasher;
+
+    #[test]
+    fn the_name_hash_tells_names_apart_by_every_byte_and_length() {
+        let h = |s: &str| BuildHasherDefault::<NameHasher>::default().hash_one(s);
+        let names = ["", "a", "a\0", "t1", "t2", "tensor_000001", "tensor_000002", "tensor_00000", "tensor_000001_in3"];
+        let mut hashes: Vec<u64> = names.iter().map(|n| h(n)).collect();
+        hashes.sort_unstable();
+        hashes.dedup();
+        assert_eq!(hashes.len(), names.len(), "{names:?}");
+        assert_eq!(h("t1"), h("t1"));
     }
 }
