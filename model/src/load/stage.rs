@@ -134,6 +134,18 @@ pub fn var_pa(v: &KbinVar, carve: u64, shared: &SharedInfo) -> Option<u64> {
     var_home(v, Region { pa: carve, size: 0 }, shared).and_then(|(r, o)| r.pa.checked_add(o))
 }
 
+/// A `hot` entry of a var with no home (or an id that is no var).
+const NO_HOME: u64 = u64::MAX;
+
+/// The address an operand resolves to when its var's `hot` entry says it is
+/// in HBM and the operand lies inside it; `None` sends it to the full check
+/// (which then gives the same address or names the error). O(1).
+fn hot_pa(hot: &[(u64, u64)], op: Operand) -> Option<u64> {
+    let &(pa, size) = hot.get(op.a as usize)?;
+    (pa != NO_HOME && u64::from(op.b) + u64::from(op.c) <= size).then_some(())?;
+    pa.checked_add(u64::from(op.b))
+}
+
 /// The allocation a var lives in and its offset there: the carve-out, the
 /// shared region, or its IO buffer.
 fn var_home(v: &KbinVar, carve: Region, shared: &SharedInfo) -> Option<(Region, u64)> {
@@ -218,10 +230,15 @@ fn build<D: Device + ?Sized>(
     // var_table bounds the ids, so this is a small multiple of the table.
     let n = kbin.vars.max_id().map_or(0, |m| m as usize + 1);
     let mut homes: Vec<Option<u64>> = vec![None; n];
+    // (address, size) of every HBM var by id, 16 bytes each: what relocation
+    // probes per operand, instead of the var table's full entries (a cache,
+    // not a judge: any miss takes the checked path below).
+    let mut hot: Vec<(u64, u64)> = vec![(NO_HOME, 0); n];
     for (id, v) in kbin.vars.iter() {
         if let Some((region, off)) = var_home(v, carve, ctx.shared) {
             let pa = inside(kbin, region, off, v.size, &|| format!("var {:?} (id {id})", v.name))?;
             homes[id as usize] = Some(pa);
+            hot[id as usize] = (pa, v.size);
         } else if v.place != Place::NotInHbm {
             return Err(LoadError::invalid(
                 Stage::S4Stage,
@@ -294,6 +311,9 @@ fn build<D: Device + ?Sized>(
         let (bytes, operand_vars) = match &e.records {
             Some(records) => {
                 let mut resolve = |op: Operand| -> Result<u64, String> {
+                    if let Some(pa) = hot_pa(&hot, op) {
+                        return Ok(pa);
+                    }
                     let v = operand_in_var(&kbin.vars, op)?;
                     pa_of(v)
                         .and_then(|base| base.checked_add(u64::from(op.b)))
