@@ -366,6 +366,26 @@ mod limit_tests {
     use super::*;
 
     #[test]
+    fn hbm_sizes_hold_the_sizes_of_hbm_vars_only() {
+        let var = |place, size| KbinVar {
+            name: "v".into(),
+            var_type: VarType::TmpBuf,
+            kind: VarKind::Scratch,
+            size,
+            align: 1,
+            place,
+            data: None,
+        };
+        let mut t = VarTable::with_capacity(3);
+        t.insert_new(0, var(Place::Carveout(0), 64)).unwrap();
+        t.insert_new(2, var(Place::NotInHbm, 8)).unwrap();
+        t.insert_new(3, var(Place::Io, 4)).unwrap();
+        t.finish();
+        assert_eq!(hbm_sizes(&t), [64, NOT_HBM, NOT_HBM, 4]);
+        assert!(hbm_sizes(&VarTable::with_capacity(0)).is_empty());
+    }
+
+    #[test]
     fn var_ids_are_bounded_linearly_in_the_table() {
         assert_eq!(var_id_limit(0), 4096);
         assert_eq!(var_id_limit(10), 4736);

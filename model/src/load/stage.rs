@@ -33,7 +33,7 @@ use super::kbin::{Kbin, KbinVar, Place};
 use super::mem_ref::operand_in_var;
 use super::records::{HModel, IoTensor, Model, Region, StagedTable};
 use super::registry::TdrvDb;
-use super::relocate::{KbinPatch, imcpy_load_vring, translate_pseudo_instrs};
+use super::relocate::{KbinPatch, imcpy_load_vring, translate_pseudo_instrs_encoded};
 use super::trace::LoadTrace;
 use crate::codegen::PAGE;
 use crate::codegen::record::{DESCRIPTOR_SIZE, Operand, RECORD_SIZE};
@@ -319,15 +319,12 @@ fn build<D: Device + ?Sized>(
                         .and_then(|base| base.checked_add(u64::from(op.b)))
                         .ok_or_else(|| format!("var {:?} has no address", v.name))
                 };
-                let t = translate_pseudo_instrs(e.engine, records, &mut resolve).map_err(|m| {
+                let t = translate_pseudo_instrs_encoded(e.engine, records, &mut resolve).map_err(|m| {
                     LoadError::invalid(Stage::S5Register, format!("{}/{}.bin {m}", kbin.name, e.engine.file_stem()))
                 })?;
-                relocated +=
-                    t.records.iter().filter(|r| r.flags & crate::codegen::record::FLAG_RELOCATED != 0).count() as u64;
+                relocated += t.relocated;
                 patches.extend(t.patches);
-                let mut bytes = Vec::with_capacity(t.records.len().saturating_mul(RECORD_SIZE));
-                t.records.iter().for_each(|r| bytes.extend_from_slice(&r.encode()));
-                (bytes, t.operand_vars)
+                (t.bytes, t.operand_vars)
             }
             None => (e.stream.clone(), vec![[None; 3]; e.device_records as usize]),
         };
@@ -441,4 +438,23 @@ pub fn kbl_model_remove<D: Device + ?Sized>(
         )
     })?;
     dev.mem_free(m.carveout.pa).map_err(|e| LoadError::device(Stage::Unload, &e))
+}
+
+#[cfg(test)]
+mod hot_tests {
+    use super::*;
+
+    #[test]
+    fn the_hot_table_resolves_only_operands_inside_a_homed_var() {
+        let hot = [(0x1000, 16), (NO_HOME, 0), (u64::MAX - 4, 8)];
+        assert_eq!(hot_pa(&hot, Operand::var(0, 0, 16)), Some(0x1000));
+        assert_eq!(hot_pa(&hot, Operand::var(0, 12, 4)), Some(0x100c));
+        // One byte past the var, a var with no home, an id past the table: the checked path decides.
+        assert_eq!(hot_pa(&hot, Operand::var(0, 12, 5)), None);
+        assert_eq!(hot_pa(&hot, Operand::var(0, 17, 0)), None);
+        assert_eq!(hot_pa(&hot, Operand::var(1, 0, 0)), None);
+        assert_eq!(hot_pa(&hot, Operand::var(3, 0, 1)), None);
+        // An address that would wrap is never handed out.
+        assert_eq!(hot_pa(&hot, Operand::var(2, 5, 0)), None);
+    }
 }
