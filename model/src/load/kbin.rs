@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::error::LoadError;
 use super::image::Isa;
 use super::mem_ref::{
-    VarIds, barrier_groups, decode_stream, descriptors, queue_order, resolve_virtuals, semaphores, var_table,
+    VarIds, barrier_groups, decode_stream, descriptors, hbm_sizes, queue_order, resolve_virtuals, semaphores, var_table,
 };
 use super::mla::bad;
 pub use super::mla::{IMPLICIT_SCRATCHPAD, KbinVar, MlaResources, Place};
@@ -129,7 +129,7 @@ impl Layout<'_> {
 /// `construct_kbin` (per kelf graph): `kelf_load_from_neff` then `gen_kbin`.
 pub fn construct_kbin(members: &MemberTable, sg: u32, subgraph: &Subgraph, isa: Isa) -> Result<Kbin, LoadError> {
     let mla = kelf_load_from_neff(members, sg, subgraph)?;
-    gen_kbin(&mla, isa)
+    gen_kbin(mla, isa)
 }
 
 /// `kelf_load_from_neff`: def.json vars + engine streams (`load_bin_file`) +
@@ -206,11 +206,12 @@ fn table_members(extra: &BTreeMap<String, Value>) -> Vec<String> {
 /// validated streams with their device lengths, DMA descriptors, layout.
 /// Every offset is computed with checked arithmetic ([`Layout`]); an
 /// overflow is an `NRT_INVALID` naming the piece. O(n log n) in vars plus
-/// linear in stream records and descriptors.
-pub fn gen_kbin(mla: &MlaResources<'_>, isa: Isa) -> Result<Kbin, LoadError> {
+/// linear in stream records and descriptors. Takes `mla` by value: its
+/// streams, payloads and tables move into the KBIN (no second copy).
+pub fn gen_kbin(mut mla: MlaResources<'_>, isa: Isa) -> Result<Kbin, LoadError> {
     let sg = mla.subgraph;
     let queues = queue_order(sg)?;
-    let mut vars = var_table(mla)?;
+    let mut vars = var_table(sg, &mut mla.files)?;
     let mut lay = Layout { sg, off: 0 };
     let mut carveout_align = PAGE;
     // File vars, then private tmp-bufs, in var_id order.
@@ -228,16 +229,17 @@ pub fn gen_kbin(mla: &MlaResources<'_>, isa: Isa) -> Result<Kbin, LoadError> {
     let scratchpad_size = resolve_virtuals(sg, &ids, &mut vars, scratchpad_off)?;
     lay.place(1, scratchpad_size, &|| "the implicit scratchpad".to_owned())?;
     let mut engines = Vec::new();
+    let hot = if isa == Isa::Lncsim { hbm_sizes(&vars) } else { Vec::new() };
     for e in Engine::ALL {
-        let stream = mla.streams.get(&e).cloned().unwrap_or_default();
+        let stream = mla.streams.remove(&e).unwrap_or_default();
         let dma = descriptors(sg, e, &ids, &vars, &queues)?;
         let (records, device_records) = match isa {
             Isa::Lncsim => {
-                let (recs, n) = decode_stream(sg, e, &stream, &vars, &queues, dma.len())?;
+                let (recs, n) = decode_stream(sg, e, &stream, &vars, &hot, &queues, dma.len())?;
                 (Some(recs), n)
             }
             Isa::Opaque => {
-                if stream.len() % RECORD_SIZE != 0 {
+                if !stream.len().is_multiple_of(RECORD_SIZE) {
                     return Err(bad(
                         sg,
                         format!(
@@ -262,9 +264,9 @@ pub fn gen_kbin(mla: &MlaResources<'_>, isa: Isa) -> Result<Kbin, LoadError> {
         e.ring_off = lay.place(STREAM_ALIGN, len, &|| format!("the {} DMA ring", e.engine.key()))?;
     }
     let mut tables = Vec::new();
-    for (member, data) in &mla.tables {
+    for (member, data) in mla.tables {
         let off = lay.place(STREAM_ALIGN, data.len() as u64, &|| format!("table {member}"))?;
-        tables.push(KbinTable { member: member.clone(), data: data.clone(), off });
+        tables.push(KbinTable { member, data, off });
     }
     lay.place(PAGE, 0, &|| "the carve-out's end".to_owned())?;
     let carveout_size = lay.off;

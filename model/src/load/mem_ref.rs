@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::error::LoadError;
-use super::mla::{IMPLICIT_SCRATCHPAD, KbinVar, MlaResources, Place, bad};
+use super::mla::{IMPLICIT_SCRATCHPAD, KbinVar, Place, bad};
 use super::relocate::{RelativeDescriptor, count_pseudo_instrs, memory_operands};
 use super::var_table::VarTable;
 use crate::codegen::VarKind;
@@ -49,9 +49,8 @@ pub(super) fn queue_order(sg: &Subgraph) -> Result<Vec<String>, LoadError> {
 /// places anything: var ids ([`var_id_limit`]), sizes and offsets
 /// ([`MAX_FILE_BYTES`]), alignments (a power of two up to [`MAX_ALIGN`]);
 /// two vars may not share an id. O(n log n) in vars (a sort by id; lookups
-/// are O(1) in the dense [`VarTable`]).
-pub(super) fn var_table(mla: &MlaResources<'_>) -> Result<VarTable, LoadError> {
-    let sg = mla.subgraph;
+/// are O(1) in the dense [`VarTable`]). `file` payloads move out of `files` into their vars.
+pub(super) fn var_table(sg: &Subgraph, files: &mut BTreeMap<String, Vec<u8>>) -> Result<VarTable, LoadError> {
     let limit = var_id_limit(sg.def.var.len());
     let mut vars = VarTable::with_capacity(sg.def.var.len());
     for (name, v) in &sg.def.var {
@@ -65,7 +64,7 @@ pub(super) fn var_table(mla: &MlaResources<'_>) -> Result<VarTable, LoadError> {
             VarType::Input => (VarKind::Input, Place::Io, size, None),
             VarType::Output => (VarKind::Output, Place::Io, size, None),
             VarType::File => {
-                let data = mla.files.get(name).cloned().unwrap_or_default();
+                let data = files.remove(name).unwrap_or_default();
                 if v.size.is_some_and(|s| (data.len() as u64) > s) {
                     return Err(bad(sg, format!("file var {name:?}: {} bytes of data for size {size}", data.len())));
                 }
@@ -274,11 +273,13 @@ pub(super) fn descriptors(
 /// Decodes an lncsim stream and validates it: every memory operand inside an
 /// HBM var, every DMA naming a descriptor and queue that exist, pseudo
 /// sequences well formed. Returns the records and the device record count.
+/// `hot` is [`hbm_sizes`] of `vars`. O(n) in records.
 pub(super) fn decode_stream(
     sg: &Subgraph,
     e: Engine,
     stream: &[u8],
     vars: &VarTable,
+    hot: &[u64],
     queues: &[String],
     ndesc: usize,
 ) -> Result<(Vec<Record>, u64), LoadError> {
@@ -297,9 +298,28 @@ pub(super) fn decode_stream(
         }
         debug_assert!(memory_operands(r.opcode) <= 3);
     }
-    let mut check = |op: Operand| -> Result<u64, String> { operand_in_var(vars, op).map(|_| 0) };
+    let mut check = |op: Operand| -> Result<u64, String> {
+        match hot.get(op.a as usize) {
+            Some(&size) if size != NOT_HBM && u64::from(op.b) + u64::from(op.c) <= size => Ok(0),
+            _ => operand_in_var(vars, op).map(|_| 0),
+        }
+    };
     let n = count_pseudo_instrs(e, &records, &mut check).map_err(|err| bad(sg, format!("{file}.bin {err}")))?;
     Ok((records, n))
+}
+
+/// A [`hbm_sizes`] entry of an id that is no HBM var (sizes are at most [`MAX_FILE_BYTES`]).
+const NOT_HBM: u64 = u64::MAX;
+
+/// The size of every HBM var by id, 8 bytes each: what [`decode_stream`]'s
+/// per-operand check probes instead of the table's full entries (a cache: a
+/// miss takes [`operand_in_var`], which names the error). O(n) in var ids.
+pub(super) fn hbm_sizes(vars: &VarTable) -> Vec<u64> {
+    let mut hot = vec![NOT_HBM; vars.max_id().map_or(0, |m| m as usize + 1)];
+    for (id, v) in vars.iter().filter(|(_, v)| v.place != Place::NotInHbm) {
+        hot[id as usize] = v.size;
+    }
+    hot
 }
 
 /// The var a compiler-form operand names, if the operand lies inside it and it is in HBM.
@@ -344,6 +364,26 @@ pub(super) fn barrier_groups(sg: &Subgraph) -> Result<BTreeMap<u32, Vec<u32>>, L
 #[cfg(test)]
 mod limit_tests {
     use super::*;
+
+    #[test]
+    fn hbm_sizes_hold_the_sizes_of_hbm_vars_only() {
+        let var = |place, size| KbinVar {
+            name: "v".into(),
+            var_type: VarType::TmpBuf,
+            kind: VarKind::Scratch,
+            size,
+            align: 1,
+            place,
+            data: None,
+        };
+        let mut t = VarTable::with_capacity(3);
+        t.insert_new(0, var(Place::Carveout(0), 64)).unwrap();
+        t.insert_new(2, var(Place::NotInHbm, 8)).unwrap();
+        t.insert_new(3, var(Place::Io, 4)).unwrap();
+        t.finish();
+        assert_eq!(hbm_sizes(&t), [64, NOT_HBM, NOT_HBM, 4]);
+        assert!(hbm_sizes(&VarTable::with_capacity(0)).is_empty());
+    }
 
     #[test]
     fn var_ids_are_bounded_linearly_in_the_table() {

@@ -107,6 +107,39 @@ pub fn translate_pseudo_instrs(
     Ok(Translated { records: out, operand_vars: vars, patches })
 }
 
+/// A stream relocated straight into its device bytes (no [`Record`] vector between).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Encoded {
+    /// The device records, encoded, in order.
+    pub bytes: Vec<u8>,
+    /// As [`Translated::operand_vars`].
+    pub operand_vars: Vec<[Option<u32>; 3]>,
+    /// The IP deltas, in stream order.
+    pub patches: Vec<KbinPatch>,
+    /// Device records with `FLAG_RELOCATED` set.
+    pub relocated: u64,
+}
+
+/// [`translate_pseudo_instrs`], each device record encoded as it is made:
+/// the same records, errors and patches, without holding the device stream
+/// twice. O(n) in records.
+pub fn translate_pseudo_instrs_encoded(
+    engine: Engine,
+    records: &[Record],
+    resolve: &mut Resolve<'_>,
+) -> Result<Encoded, String> {
+    let mut bytes = Vec::with_capacity(records.len().saturating_mul(crate::codegen::record::RECORD_SIZE));
+    let mut vars = Vec::with_capacity(records.len());
+    let mut patches = Vec::new();
+    let mut relocated = 0u64;
+    walk(engine, records, resolve, &mut patches, |r, v| {
+        relocated += u64::from(r.flags & FLAG_RELOCATED != 0);
+        bytes.extend_from_slice(&r.encode());
+        vars.push(v);
+    })?;
+    Ok(Encoded { bytes, operand_vars: vars, patches, relocated })
+}
+
 /// Sub-layer (a) as a check only: the device record count of one engine
 /// stream, with the errors of [`translate_pseudo_instrs`], without building
 /// the device stream (the S3 validation, which drops it). O(n) in records,
@@ -350,6 +383,29 @@ mod tests {
         let want = translate_pseudo_instrs(Engine::Pool, &broken, &mut base).unwrap_err();
         assert_eq!(count_pseudo_instrs(Engine::Pool, &broken, &mut base), Err(want));
         assert!(count_pseudo_instrs(Engine::Pool, &[e], &mut base).unwrap_err().contains("without a preceding"));
+    }
+
+    #[test]
+    fn the_encoded_translation_is_the_translation_encoded_and_refuses_alike() {
+        let mut p = Record::new(Opcode::PseudoAddN, 7);
+        p.ops = [Operand::var(0, 0, 4), Operand::var(1, 0, 4), Operand::var(2, 0, 4)];
+        p.imm = 1;
+        let mut e = Record::new(Opcode::Ext, 7);
+        e.ops = [Operand::var(3, 0, 4), Operand::var(4, 0, 4), Operand::var(5, 0, 4)];
+        e.imm = 3;
+        let ret = Record::new(Opcode::Return, 8);
+        let stream = [ret, p, e, ret, p, e];
+        let t = translate_pseudo_instrs(Engine::Pool, &stream, &mut base).unwrap();
+        let x = translate_pseudo_instrs_encoded(Engine::Pool, &stream, &mut base).unwrap();
+        assert_eq!(x.bytes, t.records.iter().flat_map(|r| r.encode()).collect::<Vec<u8>>());
+        assert_eq!((x.operand_vars, x.patches), (t.operand_vars, t.patches));
+        let flagged = t.records.iter().filter(|r| r.flags & FLAG_RELOCATED != 0).count() as u64;
+        assert_eq!(x.relocated, flagged);
+        assert!(flagged > 0 && flagged < t.records.len() as u64, "the count is of flagged records only");
+        let mut bad = p;
+        bad.ops[2].a = 42;
+        let want = translate_pseudo_instrs(Engine::Pool, &[ret, bad, e], &mut base).unwrap_err();
+        assert_eq!(translate_pseudo_instrs_encoded(Engine::Pool, &[ret, bad, e], &mut base), Err(want));
     }
 
     #[test]

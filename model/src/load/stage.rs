@@ -33,7 +33,7 @@ use super::kbin::{Kbin, KbinVar, Place};
 use super::mem_ref::operand_in_var;
 use super::records::{HModel, IoTensor, Model, Region, StagedTable};
 use super::registry::TdrvDb;
-use super::relocate::{KbinPatch, imcpy_load_vring, translate_pseudo_instrs};
+use super::relocate::{KbinPatch, imcpy_load_vring, translate_pseudo_instrs_encoded};
 use super::trace::LoadTrace;
 use crate::codegen::PAGE;
 use crate::codegen::record::{DESCRIPTOR_SIZE, Operand, RECORD_SIZE};
@@ -134,6 +134,18 @@ pub fn var_pa(v: &KbinVar, carve: u64, shared: &SharedInfo) -> Option<u64> {
     var_home(v, Region { pa: carve, size: 0 }, shared).and_then(|(r, o)| r.pa.checked_add(o))
 }
 
+/// A `hot` entry of a var with no home (or an id that is no var).
+const NO_HOME: u64 = u64::MAX;
+
+/// The address an operand resolves to when its var's `hot` entry says it is
+/// in HBM and the operand lies inside it; `None` sends it to the full check
+/// (which then gives the same address or names the error). O(1).
+fn hot_pa(hot: &[(u64, u64)], op: Operand) -> Option<u64> {
+    let &(pa, size) = hot.get(op.a as usize)?;
+    (pa != NO_HOME && u64::from(op.b) + u64::from(op.c) <= size).then_some(())?;
+    pa.checked_add(u64::from(op.b))
+}
+
 /// The allocation a var lives in and its offset there: the carve-out, the
 /// shared region, or its IO buffer.
 fn var_home(v: &KbinVar, carve: Region, shared: &SharedInfo) -> Option<(Region, u64)> {
@@ -218,10 +230,15 @@ fn build<D: Device + ?Sized>(
     // var_table bounds the ids, so this is a small multiple of the table.
     let n = kbin.vars.max_id().map_or(0, |m| m as usize + 1);
     let mut homes: Vec<Option<u64>> = vec![None; n];
+    // (address, size) of every HBM var by id, 16 bytes each: what relocation
+    // probes per operand, instead of the var table's full entries (a cache,
+    // not a judge: any miss takes the checked path below).
+    let mut hot: Vec<(u64, u64)> = vec![(NO_HOME, 0); n];
     for (id, v) in kbin.vars.iter() {
         if let Some((region, off)) = var_home(v, carve, ctx.shared) {
             let pa = inside(kbin, region, off, v.size, &|| format!("var {:?} (id {id})", v.name))?;
             homes[id as usize] = Some(pa);
+            hot[id as usize] = (pa, v.size);
         } else if v.place != Place::NotInHbm {
             return Err(LoadError::invalid(
                 Stage::S4Stage,
@@ -294,20 +311,20 @@ fn build<D: Device + ?Sized>(
         let (bytes, operand_vars) = match &e.records {
             Some(records) => {
                 let mut resolve = |op: Operand| -> Result<u64, String> {
+                    if let Some(pa) = hot_pa(&hot, op) {
+                        return Ok(pa);
+                    }
                     let v = operand_in_var(&kbin.vars, op)?;
                     pa_of(v)
                         .and_then(|base| base.checked_add(u64::from(op.b)))
                         .ok_or_else(|| format!("var {:?} has no address", v.name))
                 };
-                let t = translate_pseudo_instrs(e.engine, records, &mut resolve).map_err(|m| {
+                let t = translate_pseudo_instrs_encoded(e.engine, records, &mut resolve).map_err(|m| {
                     LoadError::invalid(Stage::S5Register, format!("{}/{}.bin {m}", kbin.name, e.engine.file_stem()))
                 })?;
-                relocated +=
-                    t.records.iter().filter(|r| r.flags & crate::codegen::record::FLAG_RELOCATED != 0).count() as u64;
+                relocated += t.relocated;
                 patches.extend(t.patches);
-                let mut bytes = Vec::with_capacity(t.records.len().saturating_mul(RECORD_SIZE));
-                t.records.iter().for_each(|r| bytes.extend_from_slice(&r.encode()));
-                (bytes, t.operand_vars)
+                (t.bytes, t.operand_vars)
             }
             None => (e.stream.clone(), vec![[None; 3]; e.device_records as usize]),
         };
@@ -421,4 +438,23 @@ pub fn kbl_model_remove<D: Device + ?Sized>(
         )
     })?;
     dev.mem_free(m.carveout.pa).map_err(|e| LoadError::device(Stage::Unload, &e))
+}
+
+#[cfg(test)]
+mod hot_tests {
+    use super::*;
+
+    #[test]
+    fn the_hot_table_resolves_only_operands_inside_a_homed_var() {
+        let hot = [(0x1000, 16), (NO_HOME, 0), (u64::MAX - 4, 8)];
+        assert_eq!(hot_pa(&hot, Operand::var(0, 0, 16)), Some(0x1000));
+        assert_eq!(hot_pa(&hot, Operand::var(0, 12, 4)), Some(0x100c));
+        // One byte past the var, a var with no home, an id past the table: the checked path decides.
+        assert_eq!(hot_pa(&hot, Operand::var(0, 12, 5)), None);
+        assert_eq!(hot_pa(&hot, Operand::var(0, 17, 0)), None);
+        assert_eq!(hot_pa(&hot, Operand::var(1, 0, 0)), None);
+        assert_eq!(hot_pa(&hot, Operand::var(3, 0, 1)), None);
+        // An address that would wrap is never handed out.
+        assert_eq!(hot_pa(&hot, Operand::var(2, 5, 0)), None);
+    }
 }

@@ -223,15 +223,21 @@ fn subgraph(m: &MemberTable, nn: &str, name: &str, def_member: &str) -> Result<S
 }
 
 /// var_ids are unique; `file` variables name an existing member; `virtual`
-/// variables name an existing backing variable when they name one. O(n) in
-/// vars (ids in a hash index) plus O(log n) per distinct backing in a row.
+/// variables name an existing backing variable when they name one. O(n log n)
+/// in vars (one sort of the ids; a hash index of them only when two are equal,
+/// to name the pair) plus O(log n) per distinct backing in a row.
 fn check_vars(m: &MemberTable, def: &DefJson, def_member: &str, dir: &str) -> Result<(), NeffError> {
-    // A hash index (looked up only, never iterated): O(n) for the whole table.
-    let mut ids = std::collections::HashMap::with_capacity(def.var.len());
+    // The ids, sorted: a repeat is two equal neighbours (a flat array, no per-id probe).
+    let mut sorted: Vec<u32> = def.var.values().map(|v| v.var_id).collect();
+    sorted.sort_unstable();
+    let repeated = sorted.windows(2).any(|w| w[0] == w[1]);
+    drop(sorted);
+    // Only then a hash index (looked up only, never iterated) finds the first repeat in name order.
+    let mut ids = repeated.then(|| std::collections::HashMap::with_capacity(def.var.len()));
     // Views name few distinct backings: the last one found is not looked up again.
     let mut known_backing: Option<&str> = None;
     for (name, v) in &def.var {
-        if let Some(other) = ids.insert(v.var_id, name) {
+        if let Some(other) = ids.as_mut().and_then(|ids| ids.insert(v.var_id, name)) {
             return Err(bad(def_member, format!("var_id {} used by both {other:?} and {name:?}", v.var_id)));
         }
         match v.var_type {

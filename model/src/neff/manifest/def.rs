@@ -81,8 +81,7 @@ impl DefJson {
 
 /// A variable's type. Unknown type names are kept as [`VarType::Other`], never fatal
 /// here; the loader decides what it supports.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
-#[serde(from = "String")]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum VarType {
     /// `input`: a model input tensor.
     Input,
@@ -128,9 +127,10 @@ impl Serialize for VarType {
     }
 }
 
-impl From<String> for VarType {
-    fn from(s: String) -> Self {
-        match s.as_str() {
+impl VarType {
+    /// The known type spelled `s`, or `None` (then it is [`VarType::Other`]).
+    fn known(s: &str) -> Option<VarType> {
+        Some(match s {
             "input" => VarType::Input,
             "output" => VarType::Output,
             "file" => VarType::File,
@@ -139,8 +139,35 @@ impl From<String> for VarType {
             "dge-table" => VarType::DgeTable,
             "tmp-buf" => VarType::TmpBuf,
             "pointer" => VarType::Pointer,
-            _ => VarType::Other(s),
+            _ => return None,
+        })
+    }
+}
+
+impl From<String> for VarType {
+    fn from(s: String) -> Self {
+        VarType::known(&s).unwrap_or(VarType::Other(s))
+    }
+}
+
+/// Read from a JSON string as [`From<String>`] does, without a `String` per var
+/// for a known type (only an [`VarType::Other`] name is copied). O(1).
+impl<'de> Deserialize<'de> for VarType {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Vis;
+        impl serde::de::Visitor<'_> for Vis {
+            type Value = VarType;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<VarType, E> {
+                Ok(VarType::known(v).unwrap_or_else(|| VarType::Other(v.to_owned())))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<VarType, E> {
+                Ok(VarType::from(v))
+            }
         }
+        d.deserialize_str(Vis)
     }
 }
 

@@ -13,7 +13,8 @@
 /// rules: a named key twice is an error, a required one missing is an error,
 /// a defaulted one missing takes `Default`, other keys (the last of a
 /// repeated one) are kept in `extra`, and only a JSON object is accepted.
-/// O(keys) per object.
+/// Keys are read as [`Key`]: borrowed from the input, so a named key costs no
+/// allocation (only a kept unknown one is copied). O(keys) per object.
 macro_rules! deserialize_with_extra {
     ($ty:ident { required: [$($rf:ident = $rk:literal),* $(,)?], default: [$($df:ident = $dk:literal),* $(,)?] $(, bulk: [$($bf:ident = $bk:literal),* $(,)?])? }) => {
         impl<'de> serde::Deserialize<'de> for $ty {
@@ -29,8 +30,8 @@ macro_rules! deserialize_with_extra {
                         $(let mut $df = None;)*
                         $($(let mut $bf = None;)*)?
                         let mut extra = $crate::neff::manifest::Extra::new();
-                        while let Some(key) = map.next_key::<String>()? {
-                            match key.as_str() {
+                        while let Some(key) = map.next_key::<$crate::neff::manifest::Key<'de>>()? {
+                            match &*key.0 {
                                 $($rk => {
                                     if $rf.is_some() {
                                         return Err(serde::de::Error::duplicate_field($rk));
@@ -51,7 +52,7 @@ macro_rules! deserialize_with_extra {
                                 })*)?
                                 _ => {
                                     let v: serde_json::Value = map.next_value()?;
-                                    extra.insert(key, v);
+                                    extra.insert(key.0.into_owned(), v);
                                 }
                             }
                         }
@@ -63,6 +64,32 @@ macro_rules! deserialize_with_extra {
             }
         }
     };
+}
+
+/// An object key as the input holds it: borrowed when it has no escapes
+/// (what serde_json gives for a slice), owned otherwise. O(1) when borrowed.
+pub(crate) struct Key<'de>(pub std::borrow::Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Vis;
+        impl<'de> serde::de::Visitor<'de> for Vis {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string key")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(Vis)
+    }
 }
 
 /// A JSON object read into a `BTreeMap` by one bulk build (`from_iter` on
