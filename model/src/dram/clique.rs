@@ -38,10 +38,24 @@ use super::select::{Allocation, DensePlacement, finish, place_node, size_stack};
 
 /// An instant inside one interval of every location, if there is one (then
 /// every two locations interfere: the graph is a clique). A sweep over each
-/// location's merged intervals: O(I log I) in intervals.
+/// location's merged intervals: O(I log I) in intervals, after an O(I)
+/// sequential pre-check that rejects most non-cliques without sorting.
 pub fn common_instant(r: &Renumbered) -> Option<FlatTime> {
     let n = r.len();
     if n < 2 {
+        return None;
+    }
+    // The instant lies in every location's hull [earliest def, latest use]:
+    // none if some location has no interval or two hulls are disjoint.
+    let (mut latest_start, mut earliest_end) = (0, FlatTime::MAX);
+    for i in 0..n {
+        let ivs = r.intervals_of(i);
+        let lo = ivs.iter().map(|iv| iv.def).min()?;
+        let hi = ivs.iter().map(|iv| iv.last_use).max()?;
+        latest_start = latest_start.max(lo);
+        earliest_end = earliest_end.min(hi);
+    }
+    if latest_start > earliest_end {
         return None;
     }
     // +1 at a merged interval's start, -1 just past its end (ends sort first at one time).
@@ -289,6 +303,12 @@ mod tests {
         let instant = |p: &Problem| common_instant(&renumber_locations(p).expect("renumber"));
         // `a`'s own intervals overlap at 3..5: counted twice there, `a` alone would look like a clique with `b`.
         let own_overlap = p(vec![LiveInterval::new(0, 5), LiveInterval::new(3, 8)], vec![LiveInterval::new(10, 12)]);
+        assert_eq!(instant(&own_overlap), None);
+        // The same past the hull pre-check (`b`'s hull [0, 12] covers `a`'s): the sweep must merge.
+        let own_overlap = p(
+            vec![LiveInterval::new(2, 5), LiveInterval::new(4, 8)],
+            vec![LiveInterval::new(0, 0), LiveInterval::new(10, 12)],
+        );
         assert_eq!(instant(&own_overlap), None);
         // `a` has a hole at 2..9 where `b` lives: merging across the hole would make them meet.
         let hole = p(vec![LiveInterval::new(0, 1), LiveInterval::new(10, 11)], vec![LiveInterval::new(5, 6)]);

@@ -34,6 +34,12 @@ pub trait Interference {
     fn all_neighbours(&mut self, n: usize, budget: usize) -> Option<(Vec<u32>, Vec<u32>)> {
         lists_by_queries(self, n, budget)
     }
+
+    /// Every list at once as CSR (`starts`, `lists`), when the oracle holds them
+    /// (a complete [`Cached`]); `None` otherwise (the default).
+    fn csr(&self) -> Option<(&[u32], &[u32])> {
+        None
+    }
 }
 
 /// The default [`Interference::all_neighbours`]: one query per location, in id order.
@@ -333,6 +339,49 @@ impl Interference for PairScan<'_> {
     }
 }
 
+/// Neighbour lists by *stack position*: list `i` holds every neighbour of
+/// `stack[i]` that select_impl places before it (pinned ones, and those deeper
+/// in the stack, which is popped back first), and possibly others (select_impl
+/// skips any neighbour not placed yet). CSR: `starts` has one offset per
+/// position plus one. Built by simplify as it removes each node (it reads the
+/// node's list then anyway) or by [`StackLists::gather`]; select_impl reads it
+/// back to front, sequentially, instead of probing the dense-id CSR at
+/// random positions.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StackLists {
+    /// `starts[i]..starts[i + 1]` is list `i`.
+    pub starts: Vec<u32>,
+    /// The lists, end to end.
+    pub lists: Vec<u32>,
+}
+
+impl StackLists {
+    /// List `i`, or empty if out of bounds.
+    pub fn list(&self, i: usize) -> &[u32] {
+        match (self.starts.get(i), self.starts.get(i + 1)) {
+            (Some(&a), Some(&b)) => self.lists.get(a as usize..b as usize).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+
+    /// The lists of `stack` copied from the dense-id CSR `starts`/`lists`
+    /// (whole lists: filtering them would probe a per-location array at
+    /// random, as select_impl's own reads do); `None` if an id or offset is
+    /// out of bounds. One pass over the stack: O(n + lists), its reads of
+    /// whole lists independent of one another.
+    pub fn gather(stack: &[u32], starts: &[u32], lists: &[u32]) -> Option<StackLists> {
+        let mut out =
+            StackLists { starts: Vec::with_capacity(stack.len() + 1), lists: Vec::with_capacity(lists.len()) };
+        for &v in stack {
+            let (a, b) = (*starts.get(v as usize)?, *starts.get(v as usize + 1)?);
+            out.starts.push(u32::try_from(out.lists.len()).ok()?);
+            out.lists.extend_from_slice(lists.get(a as usize..b as usize)?);
+        }
+        out.starts.push(u32::try_from(out.lists.len()).ok()?);
+        Some(out)
+    }
+}
+
 /// Default budget of [`Cached`]: 64 Mi neighbour entries (256 MiB).
 pub const DEFAULT_CACHE_BUDGET: usize = 64 << 20;
 
@@ -374,6 +423,10 @@ impl<O: Interference> Interference for Cached<O> {
             (Some(&a), Some(&b)) => &self.lists[a as usize..b as usize],
             _ => &[],
         }
+    }
+
+    fn csr(&self) -> Option<(&[u32], &[u32])> {
+        self.complete.then_some((self.starts.as_slice(), self.lists.as_slice()))
     }
 }
 

@@ -49,6 +49,7 @@ pub struct Renumbered {
     pub infos: Vec<Info>,
     starts: Vec<usize>,
     intervals: Vec<FlatInterval>,
+    ranked: bool,
 }
 
 impl Renumbered {
@@ -70,6 +71,12 @@ impl Renumbered {
     /// Total number of intervals.
     pub fn num_intervals(&self) -> usize {
         self.intervals.len()
+    }
+
+    /// Whether the flat times are ranks of the problem's times (some time
+    /// exceeds `u32::MAX`); if not, they are the problem's times themselves.
+    pub fn ranked(&self) -> bool {
+        self.ranked
     }
 
     /// Whether each dense id is pinned.
@@ -103,7 +110,15 @@ pub fn renumber_locations(problem: &Problem) -> Result<Renumbered, AllocError> {
             }
         }
     }
+    // One pass in problem order validates each location and copies what the
+    // dense order needs into compact arrays (its Info, its intervals end to
+    // end); the dense order is then gathered from them, not from the
+    // locations and their per-location interval Vecs.
     let mut order: Vec<(u64, u32)> = Vec::with_capacity(locs.len());
+    let mut by_index: Vec<Info> = Vec::with_capacity(locs.len());
+    let mut raw: Vec<(u64, u64)> = Vec::with_capacity(total);
+    let mut raw_start: Vec<u32> = Vec::with_capacity(locs.len() + 1);
+    let mut max_time = 0u64;
     for (i, l) in locs.iter().enumerate() {
         let name = || l.name.clone();
         if l.alignment == 0 || l.address_multiple == 0 {
@@ -115,17 +130,30 @@ pub fn renumber_locations(problem: &Problem) -> Result<Renumbered, AllocError> {
         } else if l.intervals.is_empty() {
             return Err(AllocError::NoIntervals { name: name() });
         }
-        if let Some(iv) = l.intervals.iter().find(|iv| iv.def > iv.last_use) {
-            return Err(AllocError::BadInterval { name: name(), def: iv.def, last_use: iv.last_use });
+        // `total < u32::MAX / 2`, checked above.
+        raw_start.push(raw.len() as u32);
+        let mut first = u64::MAX;
+        for iv in &l.intervals {
+            if iv.def > iv.last_use {
+                return Err(AllocError::BadInterval { name: name(), def: iv.def, last_use: iv.last_use });
+            }
+            first = first.min(iv.def);
+            max_time = max_time.max(iv.last_use);
+            raw.push((iv.def, iv.last_use));
         }
-        let first = l.intervals.iter().map(|iv| iv.def).min().unwrap_or(u64::MAX);
         order.push((first, i as u32));
+        by_index.push(Info {
+            aligned_size: aligned,
+            fixed_address: l.fixed_address,
+            collective: collective[i],
+            address_multiple: l.address_multiple,
+            location: i as u32,
+        });
     }
+    raw_start.push(raw.len() as u32);
     order.sort_unstable();
-    let max_time = locs.iter().flat_map(|l| l.intervals.iter()).map(|iv| iv.last_use).max().unwrap_or(0);
     let ranks: Option<Vec<u64>> = (max_time > u64::from(FlatTime::MAX)).then(|| {
-        let mut t: Vec<u64> =
-            locs.iter().flat_map(|l| l.intervals.iter()).flat_map(|iv| [iv.def, iv.last_use]).collect();
+        let mut t: Vec<u64> = raw.iter().flat_map(|&(d, u)| [d, u]).collect();
         t.sort_unstable();
         t.dedup();
         t
@@ -141,19 +169,15 @@ pub fn renumber_locations(problem: &Problem) -> Result<Renumbered, AllocError> {
     let mut starts = Vec::with_capacity(locs.len() + 1);
     let mut intervals = Vec::with_capacity(total);
     for &(_, i) in &order {
-        let l = &locs[i as usize];
+        let i = i as usize;
         starts.push(intervals.len());
-        intervals.extend(l.intervals.iter().map(|iv| FlatInterval { def: flat(iv.def), last_use: flat(iv.last_use) }));
-        infos.push(Info {
-            aligned_size: l.aligned_size().unwrap_or(0),
-            fixed_address: l.fixed_address,
-            collective: collective[i as usize],
-            address_multiple: l.address_multiple,
-            location: i,
-        });
+        let ivs = &raw[raw_start[i] as usize..raw_start[i + 1] as usize];
+        intervals.extend(ivs.iter().map(|&(d, u)| FlatInterval { def: flat(d), last_use: flat(u) }));
+        infos.push(by_index[i]);
     }
     starts.push(intervals.len());
-    Ok(Renumbered { infos, starts, intervals })
+    let ranked = ranks.is_some();
+    Ok(Renumbered { infos, starts, intervals, ranked })
 }
 
 #[cfg(test)]

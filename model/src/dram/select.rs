@@ -3,11 +3,11 @@
 
 use super::config::{AllocConfig, Order, Regions, regions};
 use super::error::AllocError;
-use super::interference::{Cached, DEFAULT_CACHE_BUDGET, Interference, PairScan, TreeInterference};
+use super::interference::{Cached, DEFAULT_CACHE_BUDGET, Interference, PairScan, StackLists, TreeInterference};
 use super::problem::Problem;
-use super::renumber::{Renumbered, renumber_locations};
+use super::renumber::{Info, Renumbered, renumber_locations};
 use super::search::{AddrInterval, Fit, SearchParams, search};
-use super::simplify::{simplify, size_order};
+use super::simplify::{simplify_with_lists, size_order};
 
 /// The reported metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -100,32 +100,39 @@ fn run(
     }
     let regions = regions(config, problem)?;
     let pinned = r.pinned();
-    let stack = match config.order {
-        Order::Seed => simplify(&pinned, oracle),
-        Order::Size => size_stack(problem, r, &pinned),
+    let (stack, lists) = match config.order {
+        Order::Seed => simplify_with_lists(&pinned, oracle, true),
+        Order::Size => (size_stack(problem, r, &pinned), None),
     };
+    let lists = lists.or_else(|| oracle.csr().and_then(|(s, l)| StackLists::gather(&stack, s, l)));
     let fit = match config.order {
         Order::Seed => Fit::First,
         Order::Size => Fit::Best,
     };
-    let dense = select_impl(r, oracle, &stack, &regions, config.page, fit);
+    let dense = select_impl(r, oracle, &stack, lists.as_ref(), &regions, config.page, fit);
     finish(problem, config, r, &regions, &stack, dense)
 }
 
 /// The `--order size` stack of `problem` (oracle-free). O(n log n).
 pub(super) fn size_stack(problem: &Problem, r: &Renumbered, pinned: &[bool]) -> Vec<u32> {
     let sizes: Vec<u64> = r.infos.iter().map(|i| i.aligned_size).collect();
-    // Spans in problem order (one pass over the locations' interval lists), then by dense id.
-    let by_location: Vec<u64> = problem
-        .locations
-        .iter()
-        .map(|loc| {
-            loc.intervals
-                .iter()
-                .fold(0u64, |s, iv| s.saturating_add(iv.last_use.saturating_sub(iv.def).saturating_add(1)))
-        })
-        .collect();
-    let spans: Vec<u64> = r.infos.iter().map(|i| by_location[i.location as usize]).collect();
+    let span = |ivs: &mut dyn Iterator<Item = (u64, u64)>| {
+        ivs.fold(0u64, |s, (def, last_use)| s.saturating_add(last_use.saturating_sub(def).saturating_add(1)))
+    };
+    let spans: Vec<u64> = if r.ranked() {
+        // Spans in problem times: in problem order, then by dense id.
+        let by_location: Vec<u64> = problem
+            .locations
+            .iter()
+            .map(|loc| span(&mut loc.intervals.iter().map(|iv| (iv.def, iv.last_use))))
+            .collect();
+        r.infos.iter().map(|i| by_location[i.location as usize]).collect()
+    } else {
+        // The flat times are the problem's: one sequential pass by dense id.
+        (0..r.len())
+            .map(|id| span(&mut r.intervals_of(id).iter().map(|iv| (u64::from(iv.def), u64::from(iv.last_use)))))
+            .collect()
+    };
     size_order(pinned, &sizes, &spans)
 }
 
@@ -222,36 +229,77 @@ pub struct DensePlacement {
 /// not fit below the CC-buffer ceiling, again in `[cc_base, ceiling)` (mark
 /// `dram.cc_region_retry`). When nothing fits: `Err((dense id, aligned size,
 /// largest free gap))`, which [`allocate`] turns into [`AllocError::OutOfSpace`].
+///
+/// The neighbours come from `lists` by stack position (read back to front,
+/// sequentially) when given, else from `oracle`. Memory access: the pop-order
+/// Info copy and `lists` are sequential; the only random probes are the
+/// neighbours' byte ranges by dense id (16 bytes each, near the node's id).
+/// Cost: O(n + m) plus `search` (a sort of each occupied list).
 pub fn select_impl(
     r: &Renumbered,
     oracle: &mut impl Interference,
     stack: &[u32],
+    lists: Option<&StackLists>,
     regions: &Regions,
     page: u64,
     fit: Fit,
 ) -> Result<DensePlacement, (usize, u64, u64)> {
     let n = r.len();
-    let mut addresses = vec![0u64; n];
-    // The byte range each placed location occupies; empty (lo == hi) while unplaced.
+    // The byte range each placed location occupies, by dense id; empty (lo ==
+    // hi) while unplaced. `lo` is also the address (a zero-size node's too).
     let mut range = vec![AddrInterval { lo: 0, hi: 0 }; n];
     for (id, info) in r.infos.iter().enumerate() {
         if let Some(a) = info.fixed_address {
-            addresses[id] = a;
             range[id] = AddrInterval { lo: a, hi: a + info.aligned_size };
         }
     }
-    let mut in_cc = vec![false; n];
+    // The nodes' Info records in pop order, gathered by one tight pass (its
+    // independent loads overlap; inside the loop each would be a miss).
+    let popped: Vec<Info> = stack.iter().rev().map(|&v| r.infos[v as usize]).collect();
+    let mut in_cc_popped = Vec::with_capacity(popped.len());
     let mut occupied: Vec<AddrInterval> = Vec::new();
-    for &v in stack.iter().rev() {
+    for (k, (&v, info)) in stack.iter().rev().zip(&popped).enumerate() {
         let vi = v as usize;
-        let info = r.infos[vi];
+        let nb = match lists {
+            Some(l) => l.list(stack.len() - 1 - k),
+            None => oracle.neighbours(v),
+        };
         occupied.clear();
-        occupied.extend(oracle.neighbours(v).iter().map(|&u| range[u as usize]).filter(|g| g.hi > g.lo));
-        let result = place_node(&info, regions, page, fit, |p| search(&mut occupied, info.aligned_size, p));
+        occupied.extend(nb.iter().map(|&u| range[u as usize]).filter(|g| g.hi > g.lo));
+        let result = place_node(info, regions, page, fit, |p| search(&mut occupied, info.aligned_size, p));
         let (a, cc_placed) = result.map_err(|gap| (vi, info.aligned_size, gap))?;
-        addresses[vi] = a;
         range[vi] = AddrInterval { lo: a, hi: a + info.aligned_size };
-        in_cc[vi] = cc_placed;
+        in_cc_popped.push(cc_placed);
+    }
+    let addresses: Vec<u64> = range.iter().map(|g| g.lo).collect();
+    let mut in_cc = vec![false; n];
+    for (&v, &c) in stack.iter().rev().zip(&in_cc_popped) {
+        in_cc[v as usize] = c;
     }
     Ok(DensePlacement { addresses, in_cc })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dram::problem::{LiveInterval, Location};
+
+    #[test]
+    fn size_order_spans_are_in_problem_times_even_when_ranked() {
+        // Equal sizes: the longer span pops first. `a` (index 1) lives 11 problem
+        // steps, `b` (index 0) 6; as ranks both span 2 and the lower index (`b`) would win.
+        for base in [20u64, u64::from(u32::MAX) + 10] {
+            let p = Problem {
+                locations: vec![
+                    Location::new("b", 8, 1, vec![LiveInterval::new(base, base + 5)]),
+                    Location::new("a", 8, 1, vec![LiveInterval::new(0, 10)]),
+                ],
+                cc_operands: vec![],
+            };
+            let r = renumber_locations(&p).expect("renumber");
+            assert_eq!(r.ranked(), base > 20);
+            // Dense ids by first def: a = 0, b = 1; the stack pops its back first.
+            assert_eq!(size_stack(&p, &r, &r.pinned()), vec![1, 0], "base {base}");
+        }
+    }
 }

@@ -4,7 +4,7 @@
 //! Both return a *stack*: select_impl pops it back-to-front (seed, "The
 //! simplify elimination order": "select_impl pops the stack back-to-front").
 
-use super::interference::Interference;
+use super::interference::{Interference, StackLists};
 
 /// `simplify`: the Briggs-like worklist over interval-tree neighbours.
 ///
@@ -35,14 +35,38 @@ use super::interference::Interference;
 /// shared run) the same order is computed without neighbour lists
 /// ([`super::clique::clique_stack`], tested equal to this function).
 pub fn simplify(pinned: &[bool], oracle: &mut impl Interference) -> Vec<u32> {
+    simplify_with_lists(pinned, oracle, false).0
+}
+
+/// [`simplify`], and with `lists` (and an oracle that holds every list,
+/// [`Interference::csr`]) the stack's [`StackLists`]: as each node is
+/// removed, the neighbours it reads that are still in the graph or pinned,
+/// exactly the ones select_impl places before it. Written sequentially, about
+/// half the oracle's entries; without them select_impl would read the
+/// oracle's lists again in a random order.
+///
+/// Cost: O(n + m) plus the oracle's queries (m list entries).
+pub fn simplify_with_lists(
+    pinned: &[bool],
+    oracle: &mut impl Interference,
+    lists: bool,
+) -> (Vec<u32>, Option<StackLists>) {
     let n = pinned.len();
-    let mut deg = vec![0u32; n];
+    let mut out = (lists && oracle.csr().is_some()).then(|| {
+        let entries = oracle.csr().map_or(0, |(_, l)| l.len());
+        StackLists { starts: Vec::with_capacity(n + 1), lists: Vec::with_capacity(entries / 2 + n) }
+    });
+    // One u32 per location, the only array the neighbour loop probes: its
+    // remaining degree, GONE once removed, PINNED for a pinned one.
+    const GONE: u32 = u32::MAX;
+    const PINNED: u32 = u32::MAX - 1;
+    let mut deg = vec![PINNED; n];
     for v in 0..n {
         if !pinned[v] {
-            deg[v] = oracle.neighbours(v as u32).len() as u32;
+            deg[v] = (oracle.neighbours(v as u32).len() as u32).min(PINNED - 1);
         }
     }
-    let max_deg = deg.iter().copied().max().unwrap_or(0) as usize;
+    let max_deg = deg.iter().copied().filter(|&d| d < PINNED).max().unwrap_or(0) as usize;
     // The bucket queue with lazy deletion: bucket d is a stack of locations that
     // entered degree d, the latest on top; an entry is stale once its location
     // left d (degrees only fall, so a location enters each bucket at most once)
@@ -58,14 +82,14 @@ pub fn simplify(pinned: &[bool], oracle: &mut impl Interference) -> Vec<u32> {
             buckets[deg[v] as usize].push(v as u32);
         }
     }
-    let mut removed = vec![false; n];
     let mut stack = Vec::with_capacity(movable);
     let mut min_d = 0usize;
     while stack.len() < movable {
         let mut next = None;
         while min_d <= max_deg {
             match buckets[min_d].pop() {
-                Some(v) if !removed[v as usize] && deg[v as usize] as usize == min_d => {
+                // GONE and PINNED equal no bucket index.
+                Some(v) if deg[v as usize] as usize == min_d => {
                     next = Some(v);
                     break;
                 }
@@ -74,12 +98,25 @@ pub fn simplify(pinned: &[bool], oracle: &mut impl Interference) -> Vec<u32> {
             }
         }
         let Some(v) = next else { break };
-        removed[v as usize] = true;
+        deg[v as usize] = GONE;
         stack.push(v);
+        if let Some(o) = out.as_mut() {
+            o.starts.push(o.lists.len() as u32);
+        }
         for &u in oracle.neighbours(v) {
             let ui = u as usize;
-            if pinned[ui] || removed[ui] {
-                continue;
+            match deg[ui] {
+                GONE => continue,
+                PINNED => {
+                    if let Some(o) = out.as_mut() {
+                        o.lists.push(u);
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            if let Some(o) = out.as_mut() {
+                o.lists.push(u);
             }
             let d = deg[ui] as usize - 1;
             deg[ui] = d as u32;
@@ -87,7 +124,10 @@ pub fn simplify(pinned: &[bool], oracle: &mut impl Interference) -> Vec<u32> {
             min_d = min_d.min(d);
         }
     }
-    stack
+    if let Some(o) = out.as_mut() {
+        o.starts.push(o.lists.len() as u32);
+    }
+    (stack, out)
 }
 
 /// `--order size`: a stack that pops by decreasing aligned size, then longer
@@ -136,6 +176,55 @@ mod tests {
         assert_eq!(stack, vec![0, 1, 3, 4, 2]);
         // The hardest (popped first) is e, of the degree-3 core.
         assert_eq!(stack[4], 2);
+    }
+
+    #[test]
+    fn emitted_lists_are_the_neighbours_placed_earlier() {
+        use crate::dram::interference::{Cached, DEFAULT_CACHE_BUDGET, PairScan};
+        for seed in 0..100 {
+            let (p, _) = crate::dram::generate::random_case(seed);
+            let r = renumber_locations(&p).expect("renumber");
+            let pinned = r.pinned();
+            let tree = TreeInterference::new(&r).expect("tree");
+            let mut cached = Cached::new(tree, r.len(), DEFAULT_CACHE_BUDGET);
+            let (stack, lists) = simplify_with_lists(&pinned, &mut cached, true);
+            let lists = lists.expect("a complete cache gives lists");
+            assert_eq!(stack, simplify(&pinned, &mut TreeInterference::new(&r).expect("tree")), "seed {seed}");
+            // Expected: every neighbour that is pinned or deeper in the stack (popped earlier), ascending.
+            let mut pos = vec![usize::MAX; r.len()];
+            for (i, &v) in stack.iter().enumerate() {
+                pos[v as usize] = i;
+            }
+            let mut scan = PairScan::new(&r);
+            for (i, &v) in stack.iter().enumerate() {
+                let want: Vec<u32> = scan.neighbours(v).iter().copied().filter(|&u| pos[u as usize] > i).collect();
+                assert_eq!(lists.list(i), want.as_slice(), "seed {seed} position {i}");
+            }
+            assert_eq!(lists.starts.len(), stack.len() + 1);
+            // Without a complete cache (or unasked) there are none.
+            assert!(simplify_with_lists(&pinned, &mut cached, false).1.is_none());
+            let (s2, none) = simplify_with_lists(&pinned, &mut TreeInterference::new(&r).expect("tree"), true);
+            assert!(none.is_none());
+            assert_eq!(s2, stack);
+        }
+    }
+
+    #[test]
+    fn gathered_lists_are_the_stack_positions_lists() {
+        use crate::dram::interference::{Cached, DEFAULT_CACHE_BUDGET, StackLists};
+        let (p, _) = crate::dram::generate::random_case(3);
+        let r = renumber_locations(&p).expect("renumber");
+        let mut cached = Cached::new(TreeInterference::new(&r).expect("tree"), r.len(), DEFAULT_CACHE_BUDGET);
+        let stack: Vec<u32> = (0..r.len() as u32).rev().collect();
+        let (starts, lists) = cached.csr().expect("complete");
+        let g = StackLists::gather(&stack, starts, lists).expect("in bounds");
+        for (i, &v) in stack.iter().enumerate() {
+            assert_eq!(g.list(i), cached.neighbours(v).to_vec().as_slice());
+        }
+        assert_eq!(g.list(stack.len()), &[] as &[u32]);
+        // An id outside the CSR is refused, not read.
+        let (starts, lists) = cached.csr().expect("complete");
+        assert!(StackLists::gather(&[r.len() as u32], starts, lists).is_none());
     }
 
     #[test]
