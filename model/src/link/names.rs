@@ -87,10 +87,10 @@ impl NameTable {
     }
 
     /// The flat index of original name `name` within `flats` (one module's
-    /// locations), if there is one; `original` gives an original name by flat
-    /// index. (The one-query form, the tests' oracle; the linker batches
-    /// through [`NameTable::find_originals`].)
-    #[cfg(test)]
+    /// locations), if there is one: the first such location in (hash, flat
+    /// index) order; `original` gives an original name by flat index. (The
+    /// exact one-query form; the linker batches through
+    /// [`NameTable::guess_originals`] and asks this only when a guess's name differs.)
     pub(crate) fn find_original<'n>(
         &self,
         name: &str,
@@ -100,23 +100,25 @@ impl NameTable {
         self.same_hash(hash_name(name)).filter(|f| flats.contains(f)).find(|&f| original(f) == name)
     }
 
-    /// [`NameTable::find_original`] for every query `(name, flats)` at once:
-    /// the queries sorted by hash and merged with the sorted originals (one
-    /// sequential pass, no probe per query). Cost: O(Q log Q + N).
-    pub(crate) fn find_originals<'n>(
-        &self,
-        queries: &[(&str, std::ops::Range<usize>)],
-        original: impl Fn(usize) -> &'n str,
-    ) -> Vec<Option<usize>> {
+    /// For every query `(name, flats)` at once: the first original within
+    /// `flats` whose name hashes like `name`, in (hash, flat index) order,
+    /// names not compared (the caller compares them in its own, sequential,
+    /// order). When that guess's name equals the query's, it is exactly
+    /// [`NameTable::find_original`]'s answer; when it differs (a collision),
+    /// the caller asks `find_original`; `None` means no original of that
+    /// hash, so `find_original` would say `None` too. The queries are sorted
+    /// by hash and merged with the sorted originals (one sequential pass, no
+    /// probe per query, no name read). Cost: O(Q log Q + N).
+    pub(crate) fn guess_originals(&self, queries: &[(&str, std::ops::Range<usize>)]) -> Vec<Option<usize>> {
         let mut order: Vec<(u64, usize)> = queries.iter().enumerate().map(|(q, (n, _))| (hash_name(n), q)).collect();
         order.sort_unstable();
         let mut out = vec![None; queries.len()];
         let mut j = 0;
         for &(h, q) in &order {
             j += self.originals[j..].iter().take_while(|e| e.0 < h).count();
-            let (name, flats) = &queries[q];
-            let run = self.originals[j..].iter().take_while(|e| e.0 == h).map(|e| e.1 as usize);
-            out[q] = run.filter(|f| flats.contains(f)).find(|&f| original(f) == *name);
+            let flats = &queries[q].1;
+            let mut run = self.originals[j..].iter().take_while(|e| e.0 == h).map(|e| e.1 as usize);
+            out[q] = run.find(|f| flats.contains(f));
         }
         out
     }
@@ -233,9 +235,9 @@ mod tests {
         assert_eq!(t.find_original("a", 0..2, name), Some(0));
         assert_eq!(t.find_original("ghost", 0..4, name), None);
         let queries = [("s", 2..4), ("s", 0..2), ("a", 2..4), ("a", 0..2), ("ghost", 0..4), ("a", 0..4)];
-        let batch = t.find_originals(&queries, name);
+        let batch = t.guess_originals(&queries);
         assert_eq!(batch, vec![Some(2), None, Some(3), Some(0), None, Some(0)]);
         let one: Vec<Option<usize>> = queries.iter().map(|(n, r)| t.find_original(n, r.clone(), name)).collect();
-        assert_eq!(batch, one, "the batch answers as one lookup per query");
+        assert_eq!(batch, one, "without a collision the guesses are the exact answers");
     }
 }
