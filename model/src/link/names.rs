@@ -45,6 +45,21 @@ fn top_bits(h: u64, bits: u32) -> usize {
     h.checked_shr(64 - bits).unwrap_or(0) as usize
 }
 
+/// Where each run of the sorted `originals` sharing the top hash bits starts
+/// (plus the end), and how many bits: about one original per run.
+fn run_starts(originals: &[(u64, u32)]) -> (Vec<u32>, u32) {
+    let n = originals.len();
+    let bits = (usize::BITS - n.leading_zeros()).min(24);
+    let mut starts = vec![0u32; (1 << bits) + 1];
+    for &(h, _) in originals {
+        starts[top_bits(h, bits) + 1] += 1;
+    }
+    for k in 1..starts.len() {
+        starts[k] += starts[k - 1];
+    }
+    (starts, bits)
+}
+
 impl NameTable {
     /// A table for the original names `names` (flat index = position).
     pub(crate) fn new<'n>(names: impl Iterator<Item = &'n str>) -> Self {
@@ -58,16 +73,7 @@ impl NameTable {
                 contested.insert(w[0].0);
             }
         }
-        let n = originals.len();
-        // About one original per run.
-        let bits = (usize::BITS - n.leading_zeros()).min(24);
-        let mut starts = vec![0u32; (1 << bits) + 1];
-        for &(h, _) in &originals {
-            starts[top_bits(h, bits) + 1] += 1;
-        }
-        for k in 1..starts.len() {
-            starts[k] += starts[k - 1];
-        }
+        let (starts, bits) = run_starts(&originals);
         NameTable { contested, hashes, originals, starts, bits, by_hash: ByHash::default(), overflow: BTreeMap::new() }
     }
 
@@ -221,6 +227,25 @@ mod tests {
         assert!(claim(&mut t, &mut locs, None, "v"));
         assert_eq!(t.get("t.nc1.2", &locs), Some(MemLocId(2)));
         assert_eq!(t.get("t", &locs), Some(MemLocId(0)));
+    }
+
+    #[test]
+    fn a_guess_goes_by_hash_alone_and_the_exact_search_compares_names() {
+        let originals = ["a", "b", "c"];
+        let mut t = NameTable::new(originals.into_iter());
+        // Plant a collision: `b`'s entry carries the hash of `zz`.
+        for e in &mut t.originals {
+            if e.1 == 1 {
+                e.0 = hash_name("zz");
+            }
+        }
+        t.originals.sort_unstable();
+        (t.starts, t.bits) = run_starts(&t.originals);
+        let name = |i: usize| originals[i];
+        let queries = [("zz", 0..3), ("zz", 2..3), ("c", 0..3), ("a", 1..3)];
+        assert_eq!(t.guess_originals(&queries), vec![Some(1), None, Some(2), None], "`b` guessed for `zz`");
+        assert_eq!(t.find_original("zz", 0..3, name), None, "but `b` is not `zz`");
+        assert_eq!(t.find_original("c", 0..3, name), Some(2));
     }
 
     #[test]
