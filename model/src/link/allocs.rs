@@ -49,8 +49,11 @@
 //!    seed's `io2Spill`, mark `link.io2spill`).
 //!
 //! Cost: O(L log L) in the L input locations (one sort of name hashes; the
-//! views' targets found by one merge of the sorted view names with it), plus
-//! O(W) over the instructions for the written flags.
+//! views' targets found by one merge of the sorted view names with it, and
+//! what each view needs of its target read in one pass in target order, so
+//! no view probes a random location), plus O(W) over the instructions for
+//! the written flags; the consumer cores of each unified target are one
+//! sort of (target, core) pairs.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -309,13 +312,49 @@ impl<'a> Planner<'a> {
             .map(|r| (r.name.as_str(), core_to_def.get(&r.core).map_or(0..0, |&td| self.originals.of_def(td))))
             .collect();
         let originals = &self.originals;
-        let found = self.names.find_originals(&queries, |f| originals.name(f));
+        let guesses = self.names.guess_originals(&queries);
+        // What each view needs of its target, gathered in target order (one
+        // ascending pass over the targets instead of a random probe per view).
+        // A guess whose name differs (a hash collision) takes the exact search.
+        let mut order: Vec<(usize, u32)> = guesses
+            .iter()
+            .enumerate()
+            .filter_map(|(q, g)| g.map(|f| (f, u32::try_from(q).unwrap_or(u32::MAX))))
+            .collect();
+        order.sort_unstable();
+        let mut targets: Vec<Option<Target>> = vec![None; queries.len()];
+        for &(guess, q) in &order {
+            let (name, flats) = &queries[q as usize];
+            let f = if originals.name(guess) == *name {
+                guess
+            } else {
+                match self.names.find_original(name, flats.clone(), |f| originals.name(f)) {
+                    Some(f) => f,
+                    None => continue,
+                }
+            };
+            let td = originals.starts.partition_point(|&o| o <= f) - 1;
+            let ti = f - originals.starts[td];
+            let t = &self.modules[self.info.defs[td].module].memlocs[ti];
+            let unified = self.plan.inst_map[td][ti];
+            targets[q as usize] = Some(Target {
+                is_view: t.remote_local_target.is_some(),
+                written: written[td][ti],
+                shape: (t.mem_type, t.dtype, t.elem_count),
+                place: (t.address, t.partition, t.bank),
+                unified,
+                unified_name: self.plan.locs[unified.index()].name.clone(),
+            });
+        }
+        drop(order);
         drop(queries);
+        drop(written);
+        let mut consumers: Vec<(MemLocId, u32)> = Vec::with_capacity(targets.len());
         let mut next_view = 0;
         for (d, def) in self.info.defs.iter().enumerate() {
             for (i, l) in self.modules[def.module].memlocs.iter().enumerate() {
                 let Some(r) = &l.remote_local_target else { continue };
-                let found_target = found[next_view];
+                let found_target = targets[next_view].take();
                 next_view += 1;
                 let missing = || LinkError::MissingInput {
                     core: def.core,
@@ -323,12 +362,13 @@ impl<'a> Planner<'a> {
                     target: r.name.clone(),
                     target_core: r.core,
                 };
-                let td = *core_to_def.get(&r.core).ok_or_else(missing)?;
-                let ti = found_target.ok_or_else(|| {
+                if !core_to_def.contains_key(&r.core) {
+                    return Err(missing());
+                }
+                let t = found_target.ok_or_else(|| {
                     marks::hit("link.missing_input");
                     missing()
-                })? - self.originals.starts[td];
-                let t = &self.modules[self.info.defs[td].module].memlocs[ti];
+                })?;
                 let mismatch = |why: String| LinkError::ViewMismatch {
                     core: def.core,
                     view: l.name.clone(),
@@ -336,29 +376,28 @@ impl<'a> Planner<'a> {
                     target_core: r.core,
                     why,
                 };
-                if t.remote_local_target.is_some() {
+                if t.is_view {
                     return Err(mismatch("the target is itself a remote view".into()));
                 }
-                if !written[td][ti] {
+                if !t.written {
                     return Err(mismatch("the target is never written on its core".into()));
                 }
-                if (t.mem_type, t.dtype, t.elem_count) != (l.mem_type, l.dtype, l.elem_count) {
+                if t.shape != (l.mem_type, l.dtype, l.elem_count) {
                     return Err(mismatch("memory type, dtype or element count differ".into()));
                 }
-                if (t.address, t.partition, t.bank) != (l.address, l.partition, l.bank) {
+                if t.place != (l.address, l.partition, l.bank) {
                     marks::hit("link.view_not_synced");
                     let why = format!(
                         "(address, partition, bank) {:?} vs {:?}: sync_shared_allocations was not run",
                         (l.address, l.partition, l.bank),
-                        (t.address, t.partition, t.bank)
+                        t.place
                     );
                     return Err(mismatch(why));
                 }
-                let unified = self.plan.inst_map[td][ti];
-                let unified_name = self.plan.locs[unified.index()].name.clone();
-                let same_name = l.name == unified_name;
+                let unified = t.unified;
+                let same_name = l.name == t.unified_name;
                 let mut view = l.clone_without_name();
-                view.remote_local_target = Some(RemoteLocalTarget { name: unified_name, core: r.core });
+                view.remote_local_target = Some(RemoteLocalTarget { name: t.unified_name, core: r.core });
                 if matches!(l.usage, Usage::Input | Usage::Output) {
                     marks::hit("link.io2spill");
                     view.usage = Usage::Spill;
@@ -372,10 +411,40 @@ impl<'a> Planner<'a> {
                 self.plan.inst_map[d][i] = unified;
                 self.plan.own_map[d][i] = own;
                 self.plan.aliases.push((own, unified));
-                self.plan.consumed.entry(unified).or_default().insert(def.core);
+                consumers.push((unified, def.core));
                 marks::hit("link.shared_unified");
             }
         }
+        // (unified, consumer core) pairs, sorted: the map is built in one ordered pass.
+        consumers.sort_unstable();
+        consumers.dedup();
+        let mut consumed: Vec<(MemLocId, BTreeSet<u32>)> = Vec::new();
+        for (u, c) in consumers {
+            match consumed.last_mut() {
+                Some((last, cores)) if *last == u => {
+                    cores.insert(c);
+                }
+                _ => consumed.push((u, BTreeSet::from([c]))),
+            }
+        }
+        self.plan.consumed = consumed.into_iter().collect();
         Ok(())
     }
+}
+
+/// What a view needs of its target (gathered in target order by `views`).
+#[derive(Clone)]
+struct Target {
+    /// The target is a view itself.
+    is_view: bool,
+    /// Some instruction of the target's core writes it.
+    written: bool,
+    /// (memory type, dtype, element count).
+    shape: (crate::ir::MemType, crate::ir::DType, u64),
+    /// (address, partition, bank).
+    place: (Option<u64>, u32, u32),
+    /// The linked location the target became.
+    unified: MemLocId,
+    /// That location's name.
+    unified_name: String,
 }

@@ -137,20 +137,22 @@ fn renumber_function(f: &mut Function, ctr: &mut u32) {
 /// other blocks keep their direction: blocks keep their order).
 fn plan_block_order(f: &Function, block: BlockId) -> Result<Option<Vec<InstId>>, ()> {
     let Some(b) = f.blocks.get(block.index()) else { return Ok(None) };
-    let slots: Vec<usize> =
-        (0..b.insts.len()).filter(|&p| matches!(f.insts[b.insts[p].index()].op, Op::CoreBarrier(_))).collect();
-    if slots.len() < 2 {
+    // (position, group, instruction) of every barrier, in one pass over the block.
+    let mut slots: Vec<(usize, u32, InstId)> = Vec::new();
+    for (p, &id) in b.insts.iter().enumerate() {
+        if let Op::CoreBarrier(cb) = &f.insts[id.index()].op {
+            slots.push((p, cb.group, id));
+        }
+    }
+    // Already in group order (the common case): the stable sort would change nothing.
+    if slots.windows(2).all(|w| w[0].1 <= w[1].1) {
         return Ok(None);
     }
-    let mut barriers: Vec<InstId> = slots.iter().map(|&p| b.insts[p]).collect();
-    let group = |id: &InstId| match &f.insts[id.index()].op {
-        Op::CoreBarrier(cb) => cb.group,
-        _ => u32::MAX,
-    };
-    barriers.sort_by_key(group);
+    let mut barriers: Vec<(u32, InstId)> = slots.iter().map(|s| (s.1, s.2)).collect();
+    barriers.sort_by_key(|e| e.0);
     let mut new = b.insts.clone();
-    for (&p, &id) in slots.iter().zip(&barriers) {
-        new[p] = id;
+    for (s, &(_, id)) in slots.iter().zip(&barriers) {
+        new[s.0] = id;
     }
     if new == b.insts {
         return Ok(None);

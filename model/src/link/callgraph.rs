@@ -62,7 +62,7 @@ pub fn init_call_graph_module(l: &mut BirLinker<'_>) {
 
 /// `copyModulesAsFunctions`: the allocation plan (`copyAllocs2Func`), then per
 /// core `addFunction` + `cloneAttributesFrom` (NeuronCoreId carried into the
-/// function's attributes), `copyInstrs2BB`, `copyDeps`, and the core's tensor map.
+/// function's attributes), `copyInstrs2BB` (with `copyDeps` folded in), and the core's tensor map.
 pub fn copy_modules_as_functions(l: &mut BirLinker<'_>) -> Result<AllocPlan, LinkError> {
     let mut plan = copy_allocs(l.modules, &l.info)?;
     l.main.memlocs = std::mem::take(&mut plan.locs);
@@ -79,8 +79,8 @@ pub fn copy_modules_as_functions(l: &mut BirLinker<'_>) -> Result<AllocPlan, Lin
         f.attrs.neuron_core_id = Some(core);
         let queue_map: Vec<QueueId> =
             m.queues.iter().map(|q| queue_ids.get(&q.name).copied().unwrap_or(QueueId(u32::MAX))).collect();
-        let inst_dm = copy_instrs_2_bb(src, &mut f, &plan.inst_map[d], &queue_map);
-        copy_deps(src, &mut f, &inst_dm);
+        // `copyInstrs2BB` with `copyDeps` folded in (one pass over the clones).
+        copy_instrs_2_bb(src, &mut f, &plan.inst_map[d], &queue_map);
         f.args = src.args.iter().map(|a| plan.own_map[d][a.index()]).collect();
         for w in f.insts.iter().filter_map(Inst::write) {
             if l.main.memlocs[w.loc.index()].usage != Usage::Output {
@@ -110,7 +110,10 @@ pub fn copy_modules_as_functions(l: &mut BirLinker<'_>) -> Result<AllocPlan, Lin
 /// same names, same order), rewriting every location through `mloc_dm` (the
 /// seed's `updatePhysicalAccessPattern`) and every queue through `queue_map`
 /// (the unified queue of the same name). Returns the instruction remap
-/// (`instDM`) for `copyDeps`. Dependency edges are copied by `copyDeps`.
+/// (`instDM`). The seed's `copyDeps` is folded into the same pass: the
+/// remap is known before any instruction is cloned (ids
+/// follow block order), so every clone gets its remapped edges as it is
+/// made, and no second pass revisits the cloned instructions.
 pub fn copy_instrs_2_bb(
     src: &Function,
     dst: &mut Function,
@@ -119,7 +122,13 @@ pub fn copy_instrs_2_bb(
 ) -> Vec<InstId> {
     let ap = |a: &AccessPattern| AccessPattern { loc: mloc_dm[a.loc.index()], ..*a };
     let q = |id: QueueId| queue_map[id.index()];
+    // `push_inst` numbers the clones in block order; a twice-listed
+    // instruction maps to its last clone, which alone gets the edges.
+    let first = dst.insts.len();
     let mut inst_dm = vec![InstId(u32::MAX); src.insts.len()];
+    for (k, &old) in src.blocks.iter().flat_map(|b| &b.insts).enumerate() {
+        inst_dm[old.index()] = InstId::from_index(first + k);
+    }
     dst.blocks.clear();
     dst.insts.reserve(src.insts.len());
     for b in &src.blocks {
@@ -137,6 +146,11 @@ pub fn copy_instrs_2_bb(
                 }
                 other => other.clone(),
             };
+            let deps = if inst_dm[old.index()].index() == dst.insts.len() {
+                o.deps.iter().map(|d| Dep { inst: inst_dm[d.inst.index()], kind: d.kind }).collect()
+            } else {
+                Vec::new()
+            };
             let nw = Inst {
                 name: o.name.clone(),
                 op,
@@ -144,20 +158,12 @@ pub fn copy_instrs_2_bb(
                 core: o.core,
                 queue: o.queue.map(q),
                 collective: o.collective,
-                deps: Vec::new(),
+                deps,
             };
-            inst_dm[old.index()] = dst.push_inst(block, nw);
+            dst.push_inst(block, nw);
         }
     }
     inst_dm
-}
-
-/// `copyDeps`: every dependency edge of `src`, remapped through `inst_dm`.
-pub fn copy_deps(src: &Function, dst: &mut Function, inst_dm: &[InstId]) {
-    for (old, o) in src.insts.iter().enumerate() {
-        let deps: Vec<Dep> = o.deps.iter().map(|d| Dep { inst: inst_dm[d.inst.index()], kind: d.kind }).collect();
-        dst.insts[inst_dm[old].index()].deps = deps;
-    }
 }
 
 /// `addFnCall`: appends `call_def_<core>_instance_<idx>` calling `callee` to

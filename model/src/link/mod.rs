@@ -12,7 +12,7 @@
 //! 4. a fresh [`Module`] (never an edit of an input; lnc_size N, no NeuronCoreId);
 //! 5. `runCallGraph` ([`callgraph`]): `initCallGraphModule`,
 //!    `copyModulesAsFunctions` (`copyAllocs2Func`/`copyAllocs2Inst` in [`allocs`],
-//!    `copyInstrs2BB`, `copyDeps`, `copyTensorMapForFunc`), `runFunctionPasses`
+//!    `copyInstrs2BB` with `copyDeps` folded in, `copyTensorMapForFunc`), `runFunctionPasses`
 //!    ([`fpass`]), `buildMainMemlocs` + `buildMainAliases` ([`memlocs`]),
 //!    `buildMainTensorMap` ([`tensor_map`]), the dispatcher via `addFnCall`,
 //!    `moveModulesAsFunctions`;

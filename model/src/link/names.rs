@@ -45,6 +45,21 @@ fn top_bits(h: u64, bits: u32) -> usize {
     h.checked_shr(64 - bits).unwrap_or(0) as usize
 }
 
+/// Where each run of the sorted `originals` sharing the top hash bits starts
+/// (plus the end), and how many bits: about one original per run.
+fn run_starts(originals: &[(u64, u32)]) -> (Vec<u32>, u32) {
+    let n = originals.len();
+    let bits = (usize::BITS - n.leading_zeros()).min(24);
+    let mut starts = vec![0u32; (1 << bits) + 1];
+    for &(h, _) in originals {
+        starts[top_bits(h, bits) + 1] += 1;
+    }
+    for k in 1..starts.len() {
+        starts[k] += starts[k - 1];
+    }
+    (starts, bits)
+}
+
 impl NameTable {
     /// A table for the original names `names` (flat index = position).
     pub(crate) fn new<'n>(names: impl Iterator<Item = &'n str>) -> Self {
@@ -58,16 +73,7 @@ impl NameTable {
                 contested.insert(w[0].0);
             }
         }
-        let n = originals.len();
-        // About one original per run.
-        let bits = (usize::BITS - n.leading_zeros()).min(24);
-        let mut starts = vec![0u32; (1 << bits) + 1];
-        for &(h, _) in &originals {
-            starts[top_bits(h, bits) + 1] += 1;
-        }
-        for k in 1..starts.len() {
-            starts[k] += starts[k - 1];
-        }
+        let (starts, bits) = run_starts(&originals);
         NameTable { contested, hashes, originals, starts, bits, by_hash: ByHash::default(), overflow: BTreeMap::new() }
     }
 
@@ -87,10 +93,10 @@ impl NameTable {
     }
 
     /// The flat index of original name `name` within `flats` (one module's
-    /// locations), if there is one; `original` gives an original name by flat
-    /// index. (The one-query form, the tests' oracle; the linker batches
-    /// through [`NameTable::find_originals`].)
-    #[cfg(test)]
+    /// locations), if there is one: the first such location in (hash, flat
+    /// index) order; `original` gives an original name by flat index. (The
+    /// exact one-query form; the linker batches through
+    /// [`NameTable::guess_originals`] and asks this only when a guess's name differs.)
     pub(crate) fn find_original<'n>(
         &self,
         name: &str,
@@ -100,23 +106,25 @@ impl NameTable {
         self.same_hash(hash_name(name)).filter(|f| flats.contains(f)).find(|&f| original(f) == name)
     }
 
-    /// [`NameTable::find_original`] for every query `(name, flats)` at once:
-    /// the queries sorted by hash and merged with the sorted originals (one
-    /// sequential pass, no probe per query). Cost: O(Q log Q + N).
-    pub(crate) fn find_originals<'n>(
-        &self,
-        queries: &[(&str, std::ops::Range<usize>)],
-        original: impl Fn(usize) -> &'n str,
-    ) -> Vec<Option<usize>> {
+    /// For every query `(name, flats)` at once: the first original within
+    /// `flats` whose name hashes like `name`, in (hash, flat index) order,
+    /// names not compared (the caller compares them in its own, sequential,
+    /// order). When that guess's name equals the query's, it is exactly
+    /// [`NameTable::find_original`]'s answer; when it differs (a collision),
+    /// the caller asks `find_original`; `None` means no original of that
+    /// hash, so `find_original` would say `None` too. The queries are sorted
+    /// by hash and merged with the sorted originals (one sequential pass, no
+    /// probe per query, no name read). Cost: O(Q log Q + N).
+    pub(crate) fn guess_originals(&self, queries: &[(&str, std::ops::Range<usize>)]) -> Vec<Option<usize>> {
         let mut order: Vec<(u64, usize)> = queries.iter().enumerate().map(|(q, (n, _))| (hash_name(n), q)).collect();
         order.sort_unstable();
         let mut out = vec![None; queries.len()];
         let mut j = 0;
         for &(h, q) in &order {
             j += self.originals[j..].iter().take_while(|e| e.0 < h).count();
-            let (name, flats) = &queries[q];
-            let run = self.originals[j..].iter().take_while(|e| e.0 == h).map(|e| e.1 as usize);
-            out[q] = run.filter(|f| flats.contains(f)).find(|&f| original(f) == *name);
+            let flats = &queries[q].1;
+            let mut run = self.originals[j..].iter().take_while(|e| e.0 == h).map(|e| e.1 as usize);
+            out[q] = run.find(|f| flats.contains(f));
         }
         out
     }
@@ -222,6 +230,25 @@ mod tests {
     }
 
     #[test]
+    fn a_guess_goes_by_hash_alone_and_the_exact_search_compares_names() {
+        let originals = ["a", "b", "c"];
+        let mut t = NameTable::new(originals.into_iter());
+        // Plant a collision: `b`'s entry carries the hash of `zz`.
+        for e in &mut t.originals {
+            if e.1 == 1 {
+                e.0 = hash_name("zz");
+            }
+        }
+        t.originals.sort_unstable();
+        (t.starts, t.bits) = run_starts(&t.originals);
+        let name = |i: usize| originals[i];
+        let queries = [("zz", 0..3), ("zz", 2..3), ("c", 0..3), ("a", 1..3)];
+        assert_eq!(t.guess_originals(&queries), vec![Some(1), None, Some(2), None], "`b` guessed for `zz`");
+        assert_eq!(t.find_original("zz", 0..3, name), None, "but `b` is not `zz`");
+        assert_eq!(t.find_original("c", 0..3, name), Some(2));
+    }
+
+    #[test]
     fn find_original_looks_only_inside_the_given_module() {
         // Two modules: flats 0..2 and 2..4; `s` exists only in the second.
         let originals = ["a", "b", "s", "a"];
@@ -233,9 +260,9 @@ mod tests {
         assert_eq!(t.find_original("a", 0..2, name), Some(0));
         assert_eq!(t.find_original("ghost", 0..4, name), None);
         let queries = [("s", 2..4), ("s", 0..2), ("a", 2..4), ("a", 0..2), ("ghost", 0..4), ("a", 0..4)];
-        let batch = t.find_originals(&queries, name);
+        let batch = t.guess_originals(&queries);
         assert_eq!(batch, vec![Some(2), None, Some(3), Some(0), None, Some(0)]);
         let one: Vec<Option<usize>> = queries.iter().map(|(n, r)| t.find_original(n, r.clone(), name)).collect();
-        assert_eq!(batch, one, "the batch answers as one lookup per query");
+        assert_eq!(batch, one, "without a collision the guesses are the exact answers");
     }
 }

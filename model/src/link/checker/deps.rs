@@ -14,9 +14,10 @@
 //! - the return `return_*` depends (control) on exactly the completion barrier.
 //!
 //! A dropped, added or mis-mapped edge is reported with both ends named.
-//! Cost: O(n + e log e) expected for n instructions and e edges: names go
-//! through the per-core hash tables of [`super::CoreNames`]; each
-//! instruction's edges are sorted once.
+//! Cost: O(n + e log e) for n instructions and e edges: names go through
+//! the per-core name classes of [`super::CoreNames`], whether an edge's
+//! target is an inserted switch is a flag per instruction set in one pass;
+//! each instruction's edges are sorted once.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -68,18 +69,22 @@ impl<'a> Ck<'a> {
             let Some(names) = self.core_names.get(&c) else { continue };
             // An inserted instruction of that prefix: the name is no input instruction's.
             let inserted = |k: usize, prefix: &str| lf.insts[k].name.starts_with(prefix) && !names.linked_is_input(k);
+            // Per linked instruction: an inserted switch. Built in one pass, so an
+            // edge asks a flag, never reads its target's name (a random read).
+            let sqi: Vec<bool> = (0..lf.insts.len()).map(|k| inserted(k, "I-SQI-")).collect();
+            let is_sqi = |k: usize| sqi.get(k).copied().unwrap_or(false);
             // Dependents of each inserted switch, by the switch's name class (looked up, never iterated).
             let mut switch_users: BTreeMap<u32, Vec<&Inst>> = BTreeMap::new();
             for i in &lf.insts {
                 for d in &i.deps {
-                    if inserted(d.inst.index(), "I-SQI-") {
+                    if is_sqi(d.inst.index()) {
                         switch_users.entry(names.linked_class(d.inst.index())).or_default().push(i);
                     }
                 }
             }
             // Whether linked instruction `t` is an inserted switch on `dma_queue` (by name, as the last of its name).
             let same_queue_switch = |t: usize, dma_queue: Option<&str>| {
-                inserted(t, "I-SQI-")
+                is_sqi(t)
                     && names
                         .last_like(t)
                         .and_then(|s| queue_of(linked, &lf.insts[s]))

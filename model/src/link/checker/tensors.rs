@@ -97,13 +97,13 @@ impl<'a> Ck<'a> {
             let (Some(a), Some(b)) = (self.input_loc(c, il), self.linked.memlocs.get(ll.index())) else { continue };
             let sig = |l: &MemoryLocation| (l.mem_type, l.dtype, l.elem_count, l.address, l.partition, l.bank);
             let bad_sig = sig(a) != sig(b);
-            // The tensor's name: the location's own, or (a view) its target's.
-            let tensor: &str = if a.remote_local_target.is_none() {
-                a.name.as_str()
-            } else {
-                match self.key(t) {
-                    Key::Ext(n) | Key::Local(_, n) => n,
-                }
+            // The tensor's name: the location's own, or (a view) its target's,
+            // which is the view's remote name (a view has a tensor only when
+            // a location of exactly that name is its target): read from the
+            // view itself, not from a random location.
+            let tensor: &str = match &a.remote_local_target {
+                None => a.name.as_str(),
+                Some(r) => r.name.as_str(),
             };
             let bad_name = !renamed_as_documented(tensor, &b.name);
             if bad_sig || bad_name {

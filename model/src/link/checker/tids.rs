@@ -79,6 +79,11 @@ impl<'a> Flat<'a> {
         (c, f - s, &m.memlocs[f - s])
     }
 
+    /// The core of flat index `f` (no location read).
+    fn core_at(&self, f: usize) -> u32 {
+        self.cores[self.cores.partition_point(|e| e.2 <= f) - 1].0
+    }
+
     /// Every location with its core, index and flat index, in flat order.
     fn each(&self) -> impl Iterator<Item = (u32, usize, usize, &'a MemoryLocation)> + '_ {
         self.cores.iter().flat_map(|&(c, m, s)| m.memlocs.iter().enumerate().map(move |(i, l)| (c, i, s + i, l)))
@@ -98,38 +103,64 @@ fn runs<T: Copy>(e: &mut [(u64, T)], mut f: impl FnMut(&mut [(u64, T)])) {
 
 /// Per input core: per location, a view's target on its producer core, or
 /// [`NONE`] (no view, no such location, or the target is a view itself).
+///
+/// The walk over the sorted hashes reads no location: each view's guess is
+/// the largest flat index on its producer core in its hash run. The guesses'
+/// names are then compared in view order (the views read sequentially); a
+/// guess whose name differs (a hash collision) takes the exact search of its
+/// run, last location first.
 pub(super) fn resolve_targets(flat: &Flat<'_>) -> BTreeMap<u32, Vec<MemLocId>> {
-    // (hash of (core, name), 2 * flat + 1 for a view's query, 2 * flat for a location).
+    // (hash of (core, name), 2 * k + 1 for the query of view `k`, 2 * flat for a location).
     let mut e: Vec<(u64, usize)> = Vec::with_capacity(flat.hashes.len());
-    let rows: BTreeMap<u32, Vec<MemLocId>> =
+    let mut rows: BTreeMap<u32, Vec<MemLocId>> =
         flat.cores.iter().map(|&(c, m, _)| (c, vec![NONE; m.memlocs.len()])).collect();
-    let mut rows = rows;
+    // Per view (flat order): (its flat index, its producer core, its query's hash).
+    let mut views: Vec<(usize, u32, u64)> = Vec::new();
     for (c, _, f, l) in flat.each() {
         e.push((mix(flat.hashes[f], u64::from(c)), 2 * f));
         if let Some(r) = &l.remote_local_target {
-            e.push((mix((flat.hash)(&r.name), u64::from(r.core)), 2 * f + 1));
+            let key = mix((flat.hash)(&r.name), u64::from(r.core));
+            e.push((key, 2 * views.len() + 1));
+            views.push((f, r.core, key));
         }
     }
     e.sort_unstable();
+    // (view, its guess): the largest flat index of its run on its producer core.
+    let mut guess: Vec<(usize, usize)> = Vec::with_capacity(views.len());
     runs(&mut e, |run| {
         for &(_, q) in run.iter().filter(|x| x.1 % 2 == 1) {
-            let (c, vi, v) = flat.at(q / 2);
-            let Some(r) = &v.remote_local_target else { continue };
-            // The last location of that name on the producer core: the largest flat index.
-            let t = run
-                .iter()
-                .rev()
-                .filter(|x| x.1 % 2 == 0)
-                .map(|x| flat.at(x.1 / 2))
-                .find(|t| t.0 == r.core && t.2.name == r.name);
-            if let Some((_, ti, tl)) = t
-                && tl.remote_local_target.is_none()
-                && let Some(row) = rows.get_mut(&c)
-            {
-                row[vi] = MemLocId::from_index(ti);
+            let core = views[q / 2].1;
+            let g = run.iter().rev().filter(|x| x.1 % 2 == 0).map(|x| x.1 / 2).find(|&t| flat.core_at(t) == core);
+            if let Some(g) = g {
+                guess.push((q / 2, g));
             }
         }
     });
+    guess.sort_unstable();
+    for &(k, g) in &guess {
+        let (f, _, key) = views[k];
+        let (c, vi, v) = flat.at(f);
+        let Some(r) = &v.remote_local_target else { continue };
+        let t = flat.at(g);
+        let found = if t.2.name == r.name {
+            Some(t)
+        } else {
+            // A collision: the exact search of the run, last location first.
+            let from = e.partition_point(|x| x.0 < key);
+            let run = &e[from..from + e[from..].iter().take_while(|x| x.0 == key).count()];
+            run.iter()
+                .rev()
+                .filter(|x| x.1 % 2 == 0)
+                .map(|x| flat.at(x.1 / 2))
+                .find(|t| t.0 == r.core && t.2.name == r.name)
+        };
+        if let Some((_, ti, tl)) = found
+            && tl.remote_local_target.is_none()
+            && let Some(row) = rows.get_mut(&c)
+        {
+            row[vi] = MemLocId::from_index(ti);
+        }
+    }
     rows
 }
 
