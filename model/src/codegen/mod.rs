@@ -24,8 +24,9 @@
 //! pool is emitted as is, so the loaded image refuses it at run time (the
 //! simulator's illegal-record check), instead of the file growing to fit.
 //!
-//! Cost: O(N log N + C·L) for N instructions, C core functions and L
-//! locations of the linked module (each core's var table is indexed by location).
+//! Cost: O(N log N + L) for N instructions and L locations of the linked
+//! module: one location-indexed var table serves every core function in
+//! turn (reset where that core used it, not rebuilt per core).
 
 pub mod record;
 
@@ -178,14 +179,26 @@ pub enum CodegenError {
 /// Compiles every core function of a linked module (functions carrying a
 /// NeuronCoreId, or the one function of a per-core module), in core order.
 pub fn codegen(m: &Module) -> Result<Vec<CoreCode>, CodegenError> {
-    m.verify()?;
+    codegen_verified(m.verified()?)
+}
+
+/// [`codegen`] of a module already verified (no second `verify`).
+pub fn codegen_verified(m: Verified<'_>) -> Result<Vec<CoreCode>, CodegenError> {
+    let m = m.module();
     let mut cores: Vec<(u32, &Function)> =
         m.functions.iter().filter_map(|f| f.attrs.neuron_core_id.or(m.attrs.neuron_core_id).map(|c| (c, f))).collect();
     if cores.is_empty() {
         return Err(CodegenError::NoCoreFunction);
     }
     cores.sort_by_key(|&(c, _)| c);
-    cores.into_iter().map(|(c, f)| CoreGen::new(m, f, c)?.run()).collect()
+    let mut var_of = vec![(NO_VAR, 0); m.memlocs.len()];
+    let mut out = Vec::with_capacity(cores.len());
+    for (c, f) in cores {
+        let (code, table) = CoreGen::new(m, f, c, var_of)?.run()?;
+        var_of = table;
+        out.push(code);
+    }
+    Ok(out)
 }
 
 /// `var_of`'s mark for a location without a var.
@@ -197,8 +210,11 @@ struct CoreGen<'a> {
     code: CoreCode,
     /// Location (by index) -> (var_id, element bytes), var [`NO_VAR`] for a
     /// location this core does not use: one 8-byte probe per operand instead
-    /// of one into the location table and one into a var table.
+    /// of one into the location table and one into a var table. Shared by
+    /// the cores in turn: back to all [`NO_VAR`] after each core's `run`.
     var_of: Vec<(u32, u32)>,
+    /// The locations this core uses, ascending (the entries of `var_of` it set).
+    used: Vec<MemLocId>,
     /// Queue -> index in `code.queues`.
     queue_of: BTreeMap<QueueId, u32>,
     /// Engine -> index in `code.queues` of its static default queue, once made.
@@ -210,7 +226,7 @@ fn fit<T: TryFrom<u64>>(v: u64, inst: &Inst, what: &'static str) -> Result<T, Co
 }
 
 impl<'a> CoreGen<'a> {
-    fn new(m: &'a Module, f: &'a Function, core: u32) -> Result<Self, CodegenError> {
+    fn new(m: &'a Module, f: &'a Function, core: u32, var_of: Vec<(u32, u32)>) -> Result<Self, CodegenError> {
         let engines =
             Engine::ALL.iter().map(|&engine| EngineCode { engine, records: Vec::new(), dma: Vec::new() }).collect();
         let code = CoreCode {
@@ -222,8 +238,8 @@ impl<'a> CoreGen<'a> {
             semaphores: queue_pool(m).saturating_add(u32::from(ENGINE_SEMS)),
             barrier_groups: BTreeMap::new(),
         };
-        let var_of = vec![(NO_VAR, 0); m.memlocs.len()];
-        let mut g = CoreGen { m, f, code, var_of, queue_of: BTreeMap::new(), default_queue: [None; 5] };
+        let mut g =
+            CoreGen { m, f, code, var_of, used: Vec::new(), queue_of: BTreeMap::new(), default_queue: [None; 5] };
         g.vars()?;
         g.queues();
         Ok(g)
@@ -257,7 +273,7 @@ impl<'a> CoreGen<'a> {
         let round = |e: u64| e.div_ceil(PAGE).saturating_mul(PAGE);
         let scratch = private_end.map(|e| self.push_var(SCRATCH_VAR.into(), VarKind::Scratch, round(e)));
         let shared = shared_end.map(|e| self.push_var(SHARED_VAR.into(), VarKind::SharedScratch, round(e)));
-        for id in used {
+        for &id in &used {
             let l = self.m.loc(id);
             let kind = match l.usage {
                 Usage::Input => VarKind::Input,
@@ -273,6 +289,7 @@ impl<'a> CoreGen<'a> {
                 *slot = (v, l.dtype.size());
             }
         }
+        self.used = used;
         Ok(())
     }
 
@@ -337,7 +354,8 @@ impl<'a> CoreGen<'a> {
         i
     }
 
-    fn run(mut self) -> Result<CoreCode, CodegenError> {
+    /// This core's code, and the var table reset for the next core.
+    fn run(mut self) -> Result<(CoreCode, Vec<(u32, u32)>), CodegenError> {
         let order: Vec<InstId> = self.f.order().collect();
         // Every instruction lowers to at least one record of its engine, and a DMA
         // copy to one descriptor: reserve those up front (no regrowth copies).
@@ -421,7 +439,12 @@ impl<'a> CoreGen<'a> {
             }
             out.append(&mut recs);
         }
-        Ok(self.code)
+        for id in &self.used {
+            if let Some(slot) = self.var_of.get_mut(id.index()) {
+                *slot = (NO_VAR, 0);
+            }
+        }
+        Ok((self.code, self.var_of))
     }
 
     fn operand(&self, inst: &Inst, ap: &AccessPattern) -> Result<Operand, CodegenError> {

@@ -9,9 +9,11 @@ mod lex;
 pub mod module;
 mod parse;
 mod print;
+mod verified;
 mod verify;
 
 pub use module::*;
 pub use parse::{ParseError, SourceMap, parse, parse_with_map};
 pub use print::{engine_word, is_bare_name, mem_word, name as quote_name, print, usage_word};
+pub use verified::{Verified, VerifiedModules, trusting};
 pub use verify::{VerifyError, VerifyErrors};

@@ -79,7 +79,7 @@ impl std::error::Error for VerifyErrors {}
 impl Module {
     /// Checks every structural and typing rule of the IR; returns all violations.
     pub fn verify(&self) -> Result<(), VerifyErrors> {
-        let mut v = Verifier { m: self, errs: Vec::new() };
+        let mut v = Verifier { m: self, errs: Vec::new(), locs: Vec::new(), first_here: Vec::new() };
         v.module();
         if v.errs.is_empty() { Ok(()) } else { Err(VerifyErrors(v.errs)) }
     }
@@ -106,19 +106,40 @@ impl fmt::Display for Named<'_> {
     }
 }
 
-/// Which locations are written where, for the use-before-def rule.
-struct Written<'a> {
-    /// Position of the first write in the function being checked, so far.
-    first_here: Vec<Option<usize>>,
-    /// Every location the function being checked writes.
-    in_function: &'a [bool],
-    /// Every location any function writes.
-    anywhere: &'a [bool],
+/// What the instruction rules ask of a location, 16 bytes apiece (one probe
+/// per operand instead of one into the full location table).
+#[derive(Clone, Copy)]
+struct LocFacts {
+    /// Its element count.
+    elems: u64,
+    /// Its element type.
+    dtype: DType,
+    /// [`EXTERNAL`], [`READ_ONLY`], [`WRITTEN_ANYWHERE`], [`IN_FUNCTION`].
+    flags: u8,
 }
 
+/// Defined from outside: an input, a weight, or a view of a remote tensor.
+const EXTERNAL: u8 = 1;
+/// An input or a weight: no instruction may write it.
+const READ_ONLY: u8 = 2;
+/// Some instruction of some function writes it.
+const WRITTEN_ANYWHERE: u8 = 4;
+/// Some instruction of the function being checked writes it.
+const IN_FUNCTION: u8 = 8;
+/// `first_here`'s mark for "not written yet in this function".
+const UNWRITTEN: u64 = u64::MAX;
+
+/// Checks one module. Cost: O(n log n) for n instructions, locations and
+/// names (the duplicate-name sorts), plus O(L) for L locations once per
+/// module: the per-location tables are built once and reset after each
+/// function only where that function wrote (no O(L) work per function).
 struct Verifier<'a> {
     m: &'a Module,
     errs: Vec<VerifyError>,
+    /// Per location: the facts the instruction rules probe.
+    locs: Vec<LocFacts>,
+    /// Per location: position of the first write in the function being checked, so far.
+    first_here: Vec<u64>,
 }
 
 impl Verifier<'_> {
@@ -206,24 +227,28 @@ impl Verifier<'_> {
                 self.structure(format!("queue `{}`", q.name), "instances must be strictly ascending");
             }
         }
-        let written = self.written_anywhere();
-        for (fi, f) in m.functions.iter().enumerate() {
-            self.function(fi, f, &written);
-        }
-    }
-
-    /// Locations written by any instruction of any function.
-    fn written_anywhere(&self) -> Vec<bool> {
-        let mut w = vec![false; self.m.memlocs.len()];
-        for a in self.m.functions.iter().flat_map(|f| f.insts.iter().filter_map(Inst::write)) {
-            if let Some(slot) = w.get_mut(a.loc.index()) {
-                *slot = true;
+        self.locs = m
+            .memlocs
+            .iter()
+            .map(|l| {
+                let read_only = matches!(l.usage, Usage::Input | Usage::Weight);
+                let external = read_only || l.remote_local_target.is_some();
+                let flags = if external { EXTERNAL } else { 0 } | if read_only { READ_ONLY } else { 0 };
+                LocFacts { elems: l.elem_count, dtype: l.dtype, flags }
+            })
+            .collect();
+        for a in m.functions.iter().flat_map(|f| f.insts.iter().filter_map(Inst::write)) {
+            if let Some(l) = self.locs.get_mut(a.loc.index()) {
+                l.flags |= WRITTEN_ANYWHERE;
             }
         }
-        w
+        self.first_here = vec![UNWRITTEN; m.memlocs.len()];
+        for (fi, f) in m.functions.iter().enumerate() {
+            self.function(fi, f);
+        }
     }
 
-    fn function(&mut self, fi: usize, f: &Function, written_anywhere: &[bool]) {
+    fn function(&mut self, fi: usize, f: &Function) {
         let fctx = format!("function `{}`", f.name);
         let scope = format!(" in function `{}`", f.name);
         self.dups("block", &scope, f.blocks.iter().map(|b| b.name.as_str()));
@@ -255,20 +280,18 @@ impl Verifier<'_> {
             self.structure(fctx.clone(), "instruction arena is not in block order (call Function::canonicalize)");
         }
         let core = f.attrs.neuron_core_id.or(self.m.attrs.neuron_core_id);
-        let n = self.m.memlocs.len();
-        let mut in_function = vec![false; n];
         for a in f.insts.iter().filter_map(Inst::write) {
-            if let Some(slot) = in_function.get_mut(a.loc.index()) {
-                *slot = true;
+            if let Some(l) = self.locs.get_mut(a.loc.index()) {
+                l.flags |= IN_FUNCTION;
             }
         }
-        let mut written = Written { first_here: vec![None; n], in_function: &in_function, anywhere: written_anywhere };
         for (pos, id) in f.order().enumerate() {
             let Some(inst) = f.insts.get(id.index()) else { continue };
             let ictx = Ctx { func: &f.name, inst: &inst.name };
             self.inst(fi, f, id, inst, &ictx, core);
+            let pos = pos as u64;
             for r in inst.read_slice() {
-                if r.loc.index() < self.m.memlocs.len() && !self.defined(r.loc, &written, pos) {
+                if r.loc.index() < self.locs.len() && !self.defined(r.loc, pos) {
                     self.errs.push(VerifyError::UseBeforeDef {
                         func: f.name.clone(),
                         inst: inst.name.clone(),
@@ -276,10 +299,19 @@ impl Verifier<'_> {
                     });
                 }
             }
-            if let Some(w) = inst.write()
-                && let Some(slot @ None) = written.first_here.get_mut(w.loc.index())
+            if let Some(w) = inst.write_ref()
+                && let Some(slot) = self.first_here.get_mut(w.loc.index())
+                && *slot == UNWRITTEN
             {
-                *slot = Some(pos);
+                *slot = pos;
+            }
+        }
+        // Back to "unwritten in this function" where this function wrote: the
+        // next function starts from clean tables without an O(L) reset.
+        for a in f.insts.iter().filter_map(Inst::write_ref) {
+            if let (Some(l), Some(p)) = (self.locs.get_mut(a.loc.index()), self.first_here.get_mut(a.loc.index())) {
+                l.flags &= !IN_FUNCTION;
+                *p = UNWRITTEN;
             }
         }
     }
@@ -287,15 +319,15 @@ impl Verifier<'_> {
     /// A read at `pos` is defined when the location comes from outside (input,
     /// weight, a remote view), or an earlier instruction of this function wrote
     /// it, or only other functions write it (a handoff in a linked module).
-    fn defined(&self, loc: MemLocId, written: &Written<'_>, pos: usize) -> bool {
-        let l = &self.m.memlocs[loc.index()];
-        if matches!(l.usage, Usage::Input | Usage::Weight) || l.remote_local_target.is_some() {
+    fn defined(&self, loc: MemLocId, pos: u64) -> bool {
+        let flags = self.locs[loc.index()].flags;
+        if flags & EXTERNAL != 0 {
             return true;
         }
-        match written.first_here[loc.index()] {
-            Some(p) => p < pos,
+        match self.first_here[loc.index()] {
+            UNWRITTEN => flags & WRITTEN_ANYWHERE != 0 && flags & IN_FUNCTION == 0,
             // A later writer in this same function makes the read a use-before-def.
-            None => written.anywhere[loc.index()] && !written.in_function[loc.index()],
+            p => p < pos,
         }
     }
 
@@ -333,20 +365,18 @@ impl Verifier<'_> {
         for a in inst.read_slice().iter().chain(inst.write_ref()) {
             all_ok &= self.ap(ictx, a);
         }
-        if let Some(w) = inst.write()
-            && w.loc.index() < self.m.memlocs.len()
+        if let Some(w) = inst.write_ref()
+            && self.locs.get(w.loc.index()).is_some_and(|l| l.flags & READ_ONLY != 0)
         {
             let l = &self.m.memlocs[w.loc.index()];
-            if matches!(l.usage, Usage::Input | Usage::Weight) {
-                self.mismatch(ictx.to_string(), format!("writes `{}`, which is a read-only {:?}", l.name, l.usage));
-            }
+            self.mismatch(ictx.to_string(), format!("writes `{}`, which is a read-only {:?}", l.name, l.usage));
         }
         match &inst.op {
             Op::DmaCopy { src, dst } if all_ok => {
                 if src.len != dst.len {
                     self.mismatch(ictx.to_string(), format!("DMA copies {} elements into {}", src.len, dst.len));
                 }
-                if self.m.memlocs[src.loc.index()].dtype != self.m.memlocs[dst.loc.index()].dtype {
+                if self.locs[src.loc.index()].dtype != self.locs[dst.loc.index()].dtype {
                     self.mismatch(ictx.to_string(), "DMA between different element types");
                 }
             }
@@ -389,8 +419,9 @@ impl Verifier<'_> {
         if !self.loc_ok(ictx, a.loc) {
             return false;
         }
-        let l = &self.m.memlocs[a.loc.index()];
-        if a.len == 0 || a.offset.checked_add(a.len).is_none_or(|end| end > l.elem_count) {
+        let elems = self.locs[a.loc.index()].elems;
+        if a.len == 0 || a.offset.checked_add(a.len).is_none_or(|end| end > elems) {
+            let l = &self.m.memlocs[a.loc.index()];
             let msg = format!(
                 "access `{}[{}..{}]` is empty or outside its {} elements",
                 l.name,
@@ -405,8 +436,7 @@ impl Verifier<'_> {
     }
 
     fn compute(&mut self, ictx: &Ctx<'_>, kind: ComputeKind, srcs: &[AccessPattern], dst: &AccessPattern) {
-        let m = self.m;
-        if srcs.iter().chain([dst]).any(|a| m.memlocs[a.loc.index()].dtype != DType::I32) {
+        if srcs.iter().chain([dst]).any(|a| self.locs[a.loc.index()].dtype != DType::I32) {
             self.mismatch(ictx.to_string(), "compute operands must be i32");
         }
         let same_len = srcs.iter().all(|s| s.len == dst.len);
@@ -429,5 +459,72 @@ impl Verifier<'_> {
         if let Some(msg) = msg {
             self.mismatch(ictx.to_string(), msg);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ir::{VerifyError, parse};
+
+    fn use_before_def(text: &str) -> Vec<(String, String, String)> {
+        let errs = match parse(text).expect("parses").verify() {
+            Ok(()) => return Vec::new(),
+            Err(e) => e.0,
+        };
+        errs.into_iter()
+            .map(|e| match e {
+                VerifyError::UseBeforeDef { func, inst, loc } => (func, inst, loc),
+                other => panic!("only use-before-def expected, got {other}"),
+            })
+            .collect()
+    }
+
+    /// The per-location tables are shared by the functions of a module and
+    /// reset after each: a write in one function neither defines a read in the
+    /// next one's own write order, nor makes the next one's handoff read local.
+    #[test]
+    fn use_before_def_is_judged_per_function_over_shared_tables() {
+        let text = "module m lnc 1
+loc x dram input i32[4]
+loc t dram internal i32[4]
+loc u dram internal i32[4]
+loc v dram internal i32[4]
+func f0
+  block b
+    a = dve relu x[0..4] -> t[0..4]
+func f1
+  block b
+    h = dve relu t[0..4] -> u[0..4]
+func f2
+  block b
+    c0 = dve relu x[0..4] -> u[0..4]
+    c1 = dve relu t[0..4] -> u[0..4]
+    c2 = dve relu x[0..4] -> t[0..4]
+func f3
+  block b
+    d0 = dve relu u[0..4] -> v[0..4]
+    d1 = dve relu t[0..4] -> v[0..4]
+";
+        // f1 reads t that only f0 writes (a handoff): defined. f2 reads t at
+        // position 1 and writes it at 2: a use-before-def, although f0 wrote t
+        // at position 0. f3 reads u written by f1 and f2 only, and t written
+        // by f0 and f2 only: both handoffs, defined.
+        let want = vec![("f2".to_string(), "c1".to_string(), "t".to_string())];
+        assert_eq!(use_before_def(text), want);
+    }
+
+    #[test]
+    fn a_read_before_the_functions_own_first_write_is_reported_and_after_it_is_not() {
+        let text = "module m lnc 1
+loc x dram input i32[4]
+loc t dram internal i32[4]
+loc u dram internal i32[4]
+func f
+  block b
+    r0 = dve relu t[0..4] -> u[0..4]
+    w = dve relu x[0..4] -> t[0..4]
+    r1 = dve relu t[0..4] -> u[0..4]
+";
+        assert_eq!(use_before_def(text), vec![("f".into(), "r0".into(), "t".into())]);
     }
 }

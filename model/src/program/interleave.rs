@@ -9,15 +9,18 @@
 //! exact, then one scan of each target's locations; no table of all L names), then O(log C) per executed instruction to draw the
 //! next core among the C ready ones (a Fenwick tree over cores: the k-th
 //! ready core in core order, the same draw as a sorted list of ready cores),
-//! O(p) per barrier completion for p participants, plus the element work of
-//! each op: O(n log C + L + elements) for n instructions.
+//! O(log G) per barrier arrival among G groups (a binary search in their
+//! sorted ids; no map of groups) and O(p) per barrier completion for p
+//! participants, plus the element work of each op: O(n log C + L + elements)
+//! for n instructions. Memory is one flat buffer of every element
+//! ([`FlatMemory`]) and 4 bytes per location for its redirected offset.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::interp::{InterpError, Values, execute, initial_memory};
+use super::interp::{FlatMemory, InterpError, Values, execute_at};
 use crate::ir::*;
 use crate::namehash::NameMap;
 
@@ -67,16 +70,25 @@ enum CoreState {
 /// Runs `modules` (core order) on `inputs` in the interleaving chosen by `seed`;
 /// returns the outputs gathered from every core.
 pub fn run_interleaved(modules: &[Module], inputs: &Values, seed: u64) -> Result<Values, InterleaveError> {
+    let modules = VerifiedModules::new(modules).map_err(|(core, e)| InterleaveError::Interp { core, err: e.into() })?;
+    run_interleaved_verified(modules, inputs, seed)
+}
+
+/// [`run_interleaved`] of modules already verified (no second `verify`).
+pub fn run_interleaved_verified(
+    modules: VerifiedModules<'_>,
+    inputs: &Values,
+    seed: u64,
+) -> Result<Values, InterleaveError> {
+    let modules = modules.modules();
     // One flat memory: every core's locations, views redirected to their targets.
-    let mut mem = Vec::new();
-    let mut base = Vec::new();
+    let mut mem = FlatMemory::default();
+    let mut base = Vec::with_capacity(modules.len());
     for (core, m) in modules.iter().enumerate() {
-        base.push(mem.len());
         if m.functions.len() != 1 {
             return Err(InterleaveError::Interp { core, err: InterpError::NoFunction });
         }
-        m.verify().map_err(|e| InterleaveError::Interp { core, err: e.into() })?;
-        mem.extend(initial_memory(m, inputs).map_err(|err| InterleaveError::Interp { core, err })?);
+        base.push(mem.push_module(m, inputs).map_err(|err| InterleaveError::Interp { core, err })?);
     }
     // The views' target names, one table per target module (looked up only), then
     // one scan of each target module's locations: the first location of a name wins.
@@ -117,12 +129,14 @@ pub fn run_interleaved(modules: &[Module], inputs: &Values, seed: u64) -> Result
     }
     drop(tables);
     let mut views = view_slot.into_iter();
-    let mut slot_of: Vec<Vec<usize>> = Vec::with_capacity(modules.len());
+    // Per core, per location: the first element in `mem.data` of the buffer it
+    // names (its own, or a view's target's): one 4-byte probe per operand.
+    let mut at_of: Vec<Vec<u32>> = Vec::with_capacity(modules.len());
     for (core, m) in modules.iter().enumerate() {
         let mut slots = Vec::with_capacity(m.memlocs.len());
         for (i, l) in m.memlocs.iter().enumerate() {
             let s = match &l.remote_local_target {
-                None => base[core] + i,
+                None => mem.start[base[core] + i],
                 Some(r) => {
                     let target = views.next().flatten().and_then(|s| target_of[s]);
                     let Some(t) = target else {
@@ -133,20 +147,21 @@ pub fn run_interleaved(modules: &[Module], inputs: &Values, seed: u64) -> Result
                             target: r.core,
                         });
                     };
-                    base[r.core as usize] + t
+                    mem.start[base[r.core as usize] + t]
                 }
             };
             slots.push(s);
         }
-        slot_of.push(slots);
+        at_of.push(slots);
     }
 
-    let orders: Vec<Vec<InstId>> = modules.iter().map(|m| m.functions[0].order().collect()).collect();
+    // A verified function's arena is in block order: program order is arena order.
     let mut pc = vec![0usize; modules.len()];
     let mut state: Vec<CoreState> = modules.iter().map(|_| CoreState::Ready).collect();
     let mut ready = ReadySet::all(modules.len());
-    let mut arrived: BTreeMap<u32, (Vec<u32>, BTreeSet<usize>)> = BTreeMap::new();
+    let mut groups = Groups::new(modules.iter().flat_map(|m| &m.functions[0].insts), modules.len());
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut scratch = Vec::new();
     loop {
         if ready.len == 0 {
             let waiting: Vec<usize> =
@@ -157,24 +172,21 @@ pub fn run_interleaved(modules: &[Module], inputs: &Values, seed: u64) -> Result
             return Err(InterleaveError::Deadlock(waiting));
         }
         let core = ready.kth(rng.random_range(0..ready.len));
-        let Some(&id) = orders[core].get(pc[core]) else {
+        let Some(inst) = modules[core].functions[0].insts.get(pc[core]) else {
             state[core] = CoreState::Done;
             ready.set(core, false);
             continue;
         };
         pc[core] += 1;
-        let inst = &modules[core].functions[0].insts[id.index()];
         match &inst.op {
             Op::CoreBarrier(b) => {
-                let entry = arrived.entry(b.group).or_insert_with(|| (b.participants.clone(), BTreeSet::new()));
-                if entry.0 != b.participants {
+                let Some(g) = groups.arrive(b, core) else {
                     return Err(InterleaveError::BarrierMismatch(b.group));
-                }
-                entry.1.insert(core);
-                if entry.1.len() == entry.0.len() {
+                };
+                if groups.complete(g) {
                     // Every core waiting at this group arrived at it: release them.
-                    for &c in &entry.1 {
-                        if matches!(state[c], CoreState::Waiting(g) if g == b.group) {
+                    for c in groups.arrived(g) {
+                        if matches!(state[c], CoreState::Waiting(w) if w == b.group) {
                             state[c] = CoreState::Ready;
                             ready.set(c, true);
                         }
@@ -188,13 +200,16 @@ pub fn run_interleaved(modules: &[Module], inputs: &Values, seed: u64) -> Result
                 state[core] = CoreState::Done;
                 ready.set(core, false);
             }
-            _ => execute(inst, &mut |ap: &AccessPattern| slot_of[core][ap.loc.index()], &mut mem),
+            _ => {
+                let at = &at_of[core];
+                execute_at(&mut mem.data, inst, &mut |ap: &AccessPattern| at[ap.loc.index()] as usize, &mut scratch);
+            }
         }
     }
     let mut out = Values::new();
     for (core, m) in modules.iter().enumerate() {
         for (i, l) in m.memlocs.iter().enumerate() {
-            if l.usage == Usage::Output && out.insert(l.name.clone(), mem[base[core] + i].clone()).is_some() {
+            if l.usage == Usage::Output && out.insert(l.name.clone(), mem.values(base[core] + i).to_vec()).is_some() {
                 return Err(InterleaveError::DuplicateOutput(l.name.clone()));
             }
         }
@@ -213,13 +228,25 @@ pub fn run_interleaved(modules: &[Module], inputs: &Values, seed: u64) -> Result
 /// function in program order, a linked module that lost a dependency edge
 /// gives different outputs for some seeds. Returns every output location's values.
 ///
-/// Cost: O(n + e) for n instructions and e edges (a ready list with O(1)
-/// random draws; each edge is released once), plus the element work; the
+/// Cost: O(n + e + b log G) for n instructions, e edges and b barrier
+/// arrivals among G groups (a ready list with O(1) random draws; each edge
+/// is released once; an arrival finds its group by binary search), plus the element work; the
 /// per-instruction tables are flat `u32` arrays over every core function
 /// (no row per function), 16 bytes per instruction plus 4 per edge.
 pub fn run_linked_interleaved(linked: &Module, inputs: &Values, seed: u64) -> Result<Values, InterleaveError> {
-    linked.verify().map_err(|e| InterleaveError::Interp { core: 0, err: e.into() })?;
-    let mut mem = initial_memory(linked, inputs).map_err(|err| InterleaveError::Interp { core: 0, err })?;
+    let linked = linked.verified().map_err(|e| InterleaveError::Interp { core: 0, err: e.into() })?;
+    run_linked_interleaved_verified(linked, inputs, seed)
+}
+
+/// [`run_linked_interleaved`] of a module already verified (no second `verify`).
+pub fn run_linked_interleaved_verified(
+    linked: Verified<'_>,
+    inputs: &Values,
+    seed: u64,
+) -> Result<Values, InterleaveError> {
+    let linked = linked.module();
+    let mut mem = FlatMemory::default();
+    mem.push_module(linked, inputs).map_err(|err| InterleaveError::Interp { core: 0, err })?;
     let funcs: Vec<usize> =
         (0..linked.functions.len()).filter(|&f| linked.functions[f].attrs.neuron_core_id.is_some()).collect();
     // Every instruction of the core functions in one numbering: function k's
@@ -296,9 +323,12 @@ pub fn run_linked_interleaved(linked: &Module, inputs: &Values, seed: u64) -> Re
             *q = true;
         }
     }
-    let mut arrived: BTreeMap<u32, (Vec<u32>, Vec<usize>)> = BTreeMap::new();
+    let core_insts = funcs.iter().flat_map(|&f| &linked.functions[f].insts);
+    let mut arrived = Rendezvous::new(core_insts, streams.len());
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut finished: Vec<usize> = Vec::new();
+    let mut scratch = Vec::new();
+    let FlatMemory { data, start: first } = &mut mem;
     while !ready.is_empty() {
         let s = ready.swap_remove(rng.random_range(0..ready.len()));
         queued[s] = false;
@@ -306,23 +336,20 @@ pub fn run_linked_interleaved(linked: &Module, inputs: &Values, seed: u64) -> Re
         finished.clear();
         match &inst.op {
             Op::CoreBarrier(b) => {
-                let e = arrived.entry(b.group).or_insert_with(|| (b.participants.clone(), Vec::new()));
-                if e.0 != b.participants {
+                if !arrived.arrive(b, s, &mut finished) {
                     return Err(InterleaveError::BarrierMismatch(b.group));
                 }
-                e.1.push(s);
-                if e.1.len() < e.0.len() {
+                if finished.is_empty() {
                     queued[s] = true; // blocked at the barrier until the group completes
                     continue;
                 }
-                finished.append(&mut e.1);
                 for &t in &finished {
                     queued[t] = false;
                 }
             }
             Op::Return | Op::SwitchQueueInstance { .. } | Op::SemWait { .. } | Op::SemSignal { .. } => finished.push(s),
             _ => {
-                execute(inst, &mut |ap: &AccessPattern| ap.loc.index(), &mut mem);
+                execute_at(data, inst, &mut |ap: &AccessPattern| first[ap.loc.index()] as usize, &mut scratch);
                 finished.push(s);
             }
         }
@@ -352,7 +379,139 @@ pub fn run_linked_interleaved(linked: &Module, inputs: &Values, seed: u64) -> Re
     if !stuck.is_empty() {
         return Err(InterleaveError::Deadlock(stuck.into_iter().collect()));
     }
-    Ok(super::interp::outputs(linked, &mem))
+    Ok(mem.outputs(linked, 0))
+}
+
+/// The barrier groups of a barrier-order run in one dense numbering (the
+/// sorted distinct group ids: an arrival finds its group by binary search in
+/// one compact array), each with the participants of its first arrival
+/// (borrowed, no copy) and the set of cores that arrived as a bit mask: no
+/// heap object per group. Memory: O(G · ⌈C/64⌉) for G groups and C cores.
+struct Groups<'a> {
+    ids: Vec<u32>,
+    participants: Vec<Option<&'a [u32]>>,
+    count: Vec<u32>,
+    words: usize,
+    bits: Vec<u64>,
+}
+
+impl<'a> Groups<'a> {
+    /// The groups of every barrier among `insts`, for `cores` cores.
+    fn new(insts: impl Iterator<Item = &'a Inst>, cores: usize) -> Self {
+        let mut ids: Vec<u32> = insts
+            .filter_map(|i| match &i.op {
+                Op::CoreBarrier(b) => Some(b.group),
+                _ => None,
+            })
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let words = cores.div_ceil(64).max(1);
+        let n = ids.len();
+        Groups { ids, participants: vec![None; n], count: vec![0; n], words, bits: vec![0; n * words] }
+    }
+
+    /// Records `core`'s arrival at `b`'s group (a second arrival of one core
+    /// counts once); its dense index, or `None` when `b`'s participants differ
+    /// from the group's first arrival's.
+    fn arrive(&mut self, b: &'a CoreBarrier, core: usize) -> Option<usize> {
+        let g = self.ids.binary_search(&b.group).ok()?;
+        let first = *self.participants[g].get_or_insert(&b.participants);
+        if first != b.participants.as_slice() {
+            return None;
+        }
+        let word = &mut self.bits[g * self.words + core / 64];
+        let bit = 1u64 << (core % 64);
+        if *word & bit == 0 {
+            *word |= bit;
+            self.count[g] += 1;
+        }
+        Some(g)
+    }
+
+    /// True when as many distinct cores arrived at group `g` as it has participants.
+    fn complete(&self, g: usize) -> bool {
+        self.participants[g].is_some_and(|p| self.count[g] as usize == p.len())
+    }
+
+    /// The cores that arrived at group `g`, ascending.
+    fn arrived(&self, g: usize) -> impl Iterator<Item = usize> + '_ {
+        let row = &self.bits[g * self.words..(g + 1) * self.words];
+        row.iter().enumerate().flat_map(|(w, &word)| {
+            let mut x = word;
+            std::iter::from_fn(move || {
+                (x != 0).then(|| {
+                    let c = w * 64 + x.trailing_zeros() as usize;
+                    x &= x - 1;
+                    c
+                })
+            })
+        })
+    }
+}
+
+/// The barrier groups of a dependency-order run in one dense numbering (as
+/// [`Groups`]), each with its first arrival's participants (borrowed) and
+/// the streams waiting at it in arrival order, as a list threaded through a
+/// per-stream `next` array (a blocked stream waits at one group at a time):
+/// no heap object per group. Memory: O(G + S) for G groups and S streams.
+struct Rendezvous<'a> {
+    ids: Vec<u32>,
+    participants: Vec<Option<&'a [u32]>>,
+    /// Per group: (first waiting stream, last waiting stream, how many), [`NIL`] when none.
+    waiting: Vec<(u32, u32, u32)>,
+    next: Vec<u32>,
+}
+
+/// The end of a [`Rendezvous`] list.
+const NIL: u32 = u32::MAX;
+
+impl<'a> Rendezvous<'a> {
+    /// The groups of every barrier among `insts`, for `streams` streams.
+    fn new(insts: impl Iterator<Item = &'a Inst>, streams: usize) -> Self {
+        let mut ids: Vec<u32> = insts
+            .filter_map(|i| match &i.op {
+                Op::CoreBarrier(b) => Some(b.group),
+                _ => None,
+            })
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let n = ids.len();
+        Rendezvous { ids, participants: vec![None; n], waiting: vec![(NIL, NIL, 0); n], next: vec![NIL; streams] }
+    }
+
+    /// Stream `s` arrives at `b`'s group. When that completes the group (as
+    /// many arrivals as participants), appends every waiting stream, `s`
+    /// last, in arrival order to `released` and empties the group. False when
+    /// `b`'s participants differ from the group's first arrival's.
+    fn arrive(&mut self, b: &'a CoreBarrier, s: usize, released: &mut Vec<usize>) -> bool {
+        let Ok(g) = self.ids.binary_search(&b.group) else { return false };
+        let first = *self.participants[g].get_or_insert(&b.participants);
+        if first != b.participants.as_slice() {
+            return false;
+        }
+        let (head, tail, n) = &mut self.waiting[g];
+        let s32 = s as u32;
+        if *tail == NIL {
+            *head = s32;
+        } else {
+            self.next[*tail as usize] = s32;
+        }
+        *tail = s32;
+        self.next[s] = NIL;
+        *n += 1;
+        if (*n as usize) < first.len() {
+            return true;
+        }
+        let mut at = *head;
+        while at != NIL {
+            released.push(at as usize);
+            at = self.next[at as usize];
+        }
+        self.waiting[g] = (NIL, NIL, 0);
+        true
+    }
 }
 
 /// The ready cores as a Fenwick tree of 0/1 over core indices: O(log C)

@@ -133,13 +133,165 @@ pub fn initial_memory(m: &Module, inputs: &Values) -> Result<Vec<Vec<i32>>, Inte
 /// Calls run the callee to completion at the call (sequential semantics);
 /// barriers, semaphores and queue switches are ordering-only and do nothing here.
 pub fn interpret(m: &Module, inputs: &Values) -> Result<Values, InterpError> {
-    m.verify()?;
+    interpret_verified(m.verified()?, inputs)
+}
+
+/// [`interpret`] of a module already verified (no second `verify`).
+pub fn interpret_verified(m: Verified<'_>, inputs: &Values) -> Result<Values, InterpError> {
+    let m = m.module();
     if m.functions.is_empty() {
         return Err(InterpError::NoFunction);
     }
-    let mut mem = initial_memory(m, inputs)?;
-    run_function(m, FuncId(0), &mut mem, 0)?;
-    Ok(outputs(m, &mem))
+    let mut mem = FlatMemory::default();
+    mem.push_module(m, inputs)?;
+    run_function(m, FuncId(0), &mut mem, &mut Vec::new(), 0)?;
+    Ok(mem.outputs(m, 0))
+}
+
+/// Every location's elements in one buffer, location `i` (in push order) at
+/// `data[start[i]..start[i + 1]]`: 4 bytes of table per location and no heap
+/// object per location, so a program's accesses probe two flat arrays.
+///
+/// Holds at most [`MAX_ELEMENTS`] elements per pushed module (checked by
+/// [`check_size`] before anything is allocated), so offsets fit `u32`.
+#[derive(Debug)]
+pub struct FlatMemory {
+    /// Every element, location after location.
+    pub data: Vec<i32>,
+    /// Location `i`'s first element; one more entry than locations.
+    pub start: Vec<u32>,
+}
+
+impl Default for FlatMemory {
+    fn default() -> Self {
+        FlatMemory { data: Vec::new(), start: vec![0] }
+    }
+}
+
+impl FlatMemory {
+    /// The number of locations pushed so far (the next one's index).
+    pub fn locations(&self) -> usize {
+        self.start.len() - 1
+    }
+
+    /// Appends `m`'s locations with their initial contents (what [`initial_memory`]
+    /// gives them); returns the index of `m`'s first location.
+    pub fn push_module(&mut self, m: &Module, inputs: &Values) -> Result<usize, InterpError> {
+        let total = check_size(m)?;
+        let first = self.locations();
+        let end = (self.data.len() as u64).saturating_add(total);
+        if u32::try_from(end).is_err() {
+            return Err(InterpError::TooLarge(end));
+        }
+        self.data.reserve(total as usize);
+        self.start.reserve(m.memlocs.len());
+        for l in &m.memlocs {
+            if l.dtype != DType::I32 {
+                return Err(InterpError::NotI32(l.name.clone()));
+            }
+            match l.usage {
+                Usage::Input => {
+                    let v = inputs.get(&l.name).ok_or_else(|| InterpError::MissingInput(l.name.clone()))?;
+                    if v.len() as u64 != l.elem_count {
+                        return Err(InterpError::InputLength {
+                            name: l.name.clone(),
+                            want: l.elem_count,
+                            got: v.len(),
+                        });
+                    }
+                    self.data.extend_from_slice(v);
+                }
+                Usage::Weight => {
+                    let seed = l.init.ok_or_else(|| InterpError::MissingInit(l.name.clone()))?;
+                    self.data.extend((0..l.elem_count).map(|i| init_value(seed, i)));
+                }
+                _ => self.data.resize(self.data.len() + l.elem_count as usize, 0),
+            }
+            // Below 2^32: the sum of element counts was checked above.
+            self.start.push(self.data.len() as u32);
+        }
+        Ok(first)
+    }
+
+    /// Location `slot`'s elements.
+    pub fn values(&self, slot: usize) -> &[i32] {
+        &self.data[self.start[slot] as usize..self.start[slot + 1] as usize]
+    }
+
+    /// The values of every output location of `m`, whose first location is `first`.
+    pub fn outputs(&self, m: &Module, first: usize) -> Values {
+        m.memlocs
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.usage == Usage::Output)
+            .map(|(i, l)| (l.name.clone(), self.values(first + i).to_vec()))
+            .collect()
+    }
+
+    /// Location `slot`'s first element in [`FlatMemory::data`].
+    pub fn first(&self, slot: usize) -> usize {
+        self.start[slot] as usize
+    }
+}
+
+/// [`execute`] on one flat buffer: `at` gives the first element in `data` of
+/// an access pattern's location; `scratch` is a reused buffer for compute results.
+///
+/// The module must have passed `verify`, which guarantees operands are in bounds.
+pub fn execute_at(data: &mut [i32], inst: &Inst, at: &mut dyn FnMut(&AccessPattern) -> usize, scratch: &mut Vec<i32>) {
+    match &inst.op {
+        // One buffer: a copy is a memmove, whatever the overlap.
+        Op::DmaCopy { src, dst } => {
+            let s = at(src) + src.offset as usize;
+            let d = at(dst) + dst.offset as usize;
+            data.copy_within(s..s + src.len as usize, d);
+        }
+        // Sources borrowed in place (up to four without a heap allocation); the
+        // result goes through `scratch`, since the destination may overlap a source.
+        Op::Compute { kind, srcs, dst } => {
+            let mut range = |a: &AccessPattern| {
+                let s = at(a) + a.offset as usize;
+                s..s + a.len as usize
+            };
+            let ro: &[i32] = data;
+            if srcs.len() <= 4 {
+                let mut arr: [&[i32]; 4] = [&[]; 4];
+                for (k, a) in srcs.iter().enumerate() {
+                    arr[k] = &ro[range(a)];
+                }
+                compute_into(*kind, &arr[..srcs.len()], dst.len as usize, scratch);
+            } else {
+                let v: Vec<&[i32]> = srcs.iter().map(|a| &ro[range(a)]).collect();
+                compute_into(*kind, &v, dst.len as usize, scratch);
+            }
+            let r = range(dst);
+            data[r].copy_from_slice(scratch);
+        }
+        _ => {}
+    }
+}
+
+/// Keeps in `values` only the outputs of `m` some instruction writes (an
+/// output nothing writes has no producing core: the splitter drops it and the
+/// linker erases it, so it is no output of the NEFF either).
+///
+/// Cost: O(n + L) for n instructions and L locations (a flag per location;
+/// names are unique in a verified module, so an output's name is its location's).
+pub fn retain_written(m: Verified<'_>, values: &mut Values) {
+    let mut written = vec![false; m.memlocs.len()];
+    for a in m.functions.iter().flat_map(|f| f.insts.iter().filter_map(Inst::write)) {
+        if let Some(w) = written.get_mut(a.loc.index()) {
+            *w = true;
+        }
+    }
+    let names: std::collections::BTreeSet<&str> = m
+        .memlocs
+        .iter()
+        .zip(&written)
+        .filter(|&(l, &w)| w && l.usage == Usage::Output)
+        .map(|(l, _)| l.name.as_str())
+        .collect();
+    values.retain(|name, _| names.contains(name.as_str()));
 }
 
 /// The values of every output location.
@@ -154,7 +306,13 @@ pub fn outputs(m: &Module, mem: &[Vec<i32>]) -> Values {
 
 const MAX_CALL_DEPTH: usize = 64;
 
-fn run_function(m: &Module, f: FuncId, mem: &mut [Vec<i32>], depth: usize) -> Result<(), InterpError> {
+fn run_function(
+    m: &Module,
+    f: FuncId,
+    mem: &mut FlatMemory,
+    scratch: &mut Vec<i32>,
+    depth: usize,
+) -> Result<(), InterpError> {
     if depth > MAX_CALL_DEPTH {
         return Err(InterpError::CallDepth(MAX_CALL_DEPTH));
     }
@@ -162,9 +320,13 @@ fn run_function(m: &Module, f: FuncId, mem: &mut [Vec<i32>], depth: usize) -> Re
     for id in func.order() {
         let inst = &func.insts[id.index()];
         match &inst.op {
-            Op::Call { callee } => run_function(m, *callee, mem, depth + 1)?,
+            Op::Call { callee } => run_function(m, *callee, mem, scratch, depth + 1)?,
             Op::Return => return Ok(()),
-            _ => execute(inst, &mut |ap: &AccessPattern| ap.loc.index(), mem),
+            Op::DmaCopy { .. } | Op::Compute { .. } => {
+                let FlatMemory { data, start } = &mut *mem;
+                execute_at(data, inst, &mut |ap: &AccessPattern| start[ap.loc.index()] as usize, scratch);
+            }
+            _ => {}
         }
     }
     Ok(())
@@ -217,28 +379,95 @@ pub fn execute(inst: &Inst, slot: &mut dyn FnMut(&AccessPattern) -> usize, mem: 
 
 /// The arithmetic of one compute op, on wrapping i32.
 pub fn compute<S: AsRef<[i32]>>(kind: ComputeKind, srcs: &[S], out_len: usize) -> Vec<i32> {
+    let mut out = Vec::new();
+    compute_into(kind, srcs, out_len, &mut out);
+    out
+}
+
+/// [`compute`] into `out` (cleared first), reusing its allocation.
+pub fn compute_into<S: AsRef<[i32]>>(kind: ComputeKind, srcs: &[S], out_len: usize, out: &mut Vec<i32>) {
     let src = |k: usize| srcs[k].as_ref();
+    out.clear();
     match kind {
         ComputeKind::Add => {
-            (0..out_len).map(|i| srcs.iter().fold(0i32, |acc, s| acc.wrapping_add(s.as_ref()[i]))).collect()
+            out.extend((0..out_len).map(|i| srcs.iter().fold(0i32, |acc, s| acc.wrapping_add(s.as_ref()[i]))))
         }
-        ComputeKind::Mul => (0..out_len).map(|i| src(0)[i].wrapping_mul(src(1)[i])).collect(),
-        ComputeKind::Relu => src(0).iter().map(|&v| v.max(0)).collect(),
+        ComputeKind::Mul => out.extend((0..out_len).map(|i| src(0)[i].wrapping_mul(src(1)[i]))),
+        ComputeKind::Relu => out.extend(src(0).iter().map(|&v| v.max(0))),
         ComputeKind::Reduce => {
             let k = src(0).len() / out_len.max(1);
-            (0..out_len).map(|i| src(0)[i * k..(i + 1) * k].iter().fold(0i32, |a, &v| a.wrapping_add(v))).collect()
+            out.extend((0..out_len).map(|i| src(0)[i * k..(i + 1) * k].iter().fold(0i32, |a, &v| a.wrapping_add(v))))
         }
         ComputeKind::MatMul { m, k, n } => {
             let (m, k, n) = (m as usize, k as usize, n as usize);
             let (a, b) = (src(0), src(1));
-            let mut out = vec![0i32; m * n];
+            out.resize(m * n, 0);
             for r in 0..m {
                 for c in 0..n {
                     out[r * n + c] =
                         (0..k).fold(0i32, |acc, j| acc.wrapping_add(a[r * k + j].wrapping_mul(b[j * n + c])));
                 }
             }
-            out
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::program::{GenConfig, SizeClass, generate};
+
+    /// The old one-buffer-per-location run, kept as the reference of the flat one.
+    fn per_location_run(m: &Module, inputs: &Values) -> Values {
+        let mut mem = initial_memory(m, inputs).expect("memory");
+        for id in m.functions[0].order() {
+            execute(&m.functions[0].insts[id.index()], &mut |ap: &AccessPattern| ap.loc.index(), &mut mem);
+        }
+        outputs(m, &mem)
+    }
+
+    #[test]
+    fn the_flat_memory_run_gives_the_per_location_runs_outputs() {
+        for seed in 0..6 {
+            let m = generate(&GenConfig::new(seed, 1 + (seed as u32 % 3), SizeClass::Small));
+            let inputs = seeded_inputs(&m, seed);
+            let flat = interpret(&m, &inputs).expect("interprets");
+            assert!(!flat.is_empty(), "seed {seed}: no outputs");
+            assert_eq!(flat, per_location_run(&m, &inputs), "seed {seed}");
+            assert_eq!(interpret_verified(m.verified().expect("valid"), &inputs), Ok(flat));
+        }
+    }
+
+    #[test]
+    fn an_overlapping_copy_inside_one_location_moves_like_memmove() {
+        let mut m =
+            Module { name: "m".into(), attrs: ModuleAttrs { lnc_size: 1, neuron_core_id: None }, ..Module::default() };
+        let x = m.add_loc(MemoryLocation::dram("x", Usage::Input, 6));
+        let y = m.add_loc(MemoryLocation::dram("y", Usage::Output, 6));
+        let mut f = Function::new("f");
+        let ap = |loc, offset, len| AccessPattern { loc, offset, len };
+        f.push_inst(BlockId(0), Inst::new("c", Engine::Sp, Op::DmaCopy { src: ap(x, 0, 6), dst: ap(y, 0, 6) }));
+        f.push_inst(BlockId(0), Inst::new("s", Engine::Sp, Op::DmaCopy { src: ap(y, 0, 4), dst: ap(y, 2, 4) }));
+        m.functions.push(f);
+        let inputs: Values = [("x".to_string(), vec![1, 2, 3, 4, 5, 6])].into_iter().collect();
+        let out = interpret(&m, &inputs).expect("interprets");
+        assert_eq!(out["y"], vec![1, 2, 1, 2, 3, 4]);
+        assert_eq!(out, per_location_run(&m, &inputs));
+    }
+
+    #[test]
+    fn only_written_outputs_are_kept() {
+        let mut m = generate(&GenConfig::new(3, 2, SizeClass::Small));
+        m.add_loc(MemoryLocation::dram("lonely", Usage::Output, 1));
+        let mut values = seeded_inputs(&m, 1);
+        let output = m.memlocs.iter().find(|l| l.usage == Usage::Output).expect("an output");
+        values.insert(output.name.clone(), vec![0]);
+        values.insert("lonely".into(), vec![0]);
+        values.insert("nowhere".into(), vec![0]);
+        let written_before = values.len();
+        retain_written(m.verified().expect("valid"), &mut values);
+        // Inputs and the output nothing writes are dropped: only the written output survives.
+        assert_eq!(values.len(), 1, "{written_before} values -> {:?}", values.keys().collect::<Vec<_>>());
+        assert!(values.contains_key(&output.name));
     }
 }

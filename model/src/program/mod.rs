@@ -7,5 +7,6 @@ pub mod interp;
 
 pub use generate::{GenConfig, GenError, MAX_OPS_ELEMS, MAX_OPS_PER_CORE, MAX_OPS_TOTAL, SizeClass, generate};
 pub use interp::{
-    InterpError, Values, check_size, digest, interpret, seeded_input, seeded_inputs, seeded_inputs_checked,
+    InterpError, Values, check_size, digest, interpret, interpret_verified, retain_written, seeded_input,
+    seeded_inputs, seeded_inputs_checked,
 };

@@ -24,18 +24,22 @@ pub mod shrink;
 pub mod signature;
 pub mod swarm;
 
-use lncsim_model::codegen::{CoreCode, VarKind, codegen};
+use lncsim_model::codegen::{CoreCode, VarKind, codegen, codegen_verified};
 use lncsim_model::dram::check_modules;
-use lncsim_model::ir::Module;
+use lncsim_model::ir::{Module, VerifiedModules, trusting};
 use lncsim_model::link::{LinkOptions, check_linked, link_with};
 use lncsim_model::load::checker as load_checker;
 use lncsim_model::load::{CoreImage, Isa, Runtime};
 use lncsim_model::neff::pack::pack_code;
 use lncsim_model::neff::{Neff, NeffHeader, PackOptions, ReadOptions};
 use lncsim_model::pipeline::{PipelineOptions, build_pipeline};
-use lncsim_model::program::interleave::{run_interleaved, run_linked_interleaved};
+use lncsim_model::program::interleave::{
+    run_interleaved, run_interleaved_verified, run_linked_interleaved, run_linked_interleaved_verified,
+};
 use lncsim_model::program::interp::MAX_ELEMENTS;
-use lncsim_model::program::{GenConfig, SizeClass, Values, generate, interpret, seeded_input, seeded_inputs_checked};
+use lncsim_model::program::{
+    GenConfig, SizeClass, Values, generate, interpret_verified, retain_written, seeded_input, seeded_inputs_checked,
+};
 use lncsim_tnc::TncBug;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -333,27 +337,23 @@ fn run_program(cfg: &RunConfig, program: &Module, lines: Option<&SourceLines>, r
     r.program = program.name.clone();
     r.cores = program.attrs.lnc_size;
     r.instructions = program.functions.iter().map(|f| f.insts.len()).sum();
-    if let Err(e) = program.verify() {
-        return r.stage("program", Err(e.to_string()));
-    }
+    // Verified once here; the interpreter takes the proof instead of verifying again.
+    let proof = match program.verified() {
+        Ok(p) => p,
+        Err(e) => return r.stage("program", Err(e.to_string())),
+    };
     r.stage("program", Ok(format!("{} ({} cores, {} instructions)", program.name, r.cores, r.instructions)));
     let inputs = match seeded_inputs_checked(program, cfg.seed) {
         Ok(i) => i,
         Err(e) => return r.stage("interpret", Err(e.to_string())),
     };
-    let mut golden = match interpret(program, &inputs) {
+    let mut golden = match interpret_verified(proof, &inputs) {
         Ok(g) => g,
         Err(e) => return r.stage("interpret", Err(e.to_string())),
     };
     // An output no instruction writes has no producing core: the splitter drops it
     // and the linker's fixOutputKind erases it, so it is no output of the NEFF either.
-    let written: std::collections::BTreeSet<&str> = program
-        .functions
-        .iter()
-        .flat_map(|f| f.insts.iter().filter_map(|i| i.write()))
-        .map(|a| program.loc(a.loc).name.as_str())
-        .collect();
-    golden.retain(|name, _| written.contains(name.as_str()));
+    retain_written(proof, &mut golden);
     r.stage("interpret", Ok(format!("{} outputs", golden.len())));
     let (mut per_core, mut report) = match build_pipeline(&cfg.pipeline).run_per_core(program) {
         Ok(x) => x,
@@ -395,7 +395,13 @@ fn run_program(cfg: &RunConfig, program: &Module, lines: Option<&SourceLines>, r
         Ok(_) => r.check(name, &[1], Ok(())),
         Err(v) => r.check(name, &[1], list(&v)),
     }
-    let interleaved = run_interleaved(&per_core, &inputs, cfg.seed);
+    // The per-core modules are final from here on: verified once for the
+    // split-order oracle and the linker (an invalid one: each verifies and reports it).
+    let per_core_proof = VerifiedModules::new(&per_core).ok();
+    let interleaved = match per_core_proof {
+        Some(p) => run_interleaved_verified(p, &inputs, cfg.seed),
+        None => run_interleaved(&per_core, &inputs, cfg.seed),
+    };
     r.check(
         "split modules in a seeded barrier order give the interpreter's outputs",
         &[5],
@@ -404,7 +410,8 @@ fn run_program(cfg: &RunConfig, program: &Module, lines: Option<&SourceLines>, r
             Err(e) => Err(e.to_string()),
         },
     );
-    let mut linked = match link_with(&per_core, &LinkOptions::default()) {
+    let linking = || link_with(&per_core, &LinkOptions::default());
+    let mut linked = match per_core_proof.map_or_else(linking, |p| trusting(p, linking)) {
         Ok(l) => l,
         Err(e) => return r.stage("link", Err(e.to_string())),
     };
@@ -427,10 +434,14 @@ fn run_program(cfg: &RunConfig, program: &Module, lines: Option<&SourceLines>, r
     {
         return;
     }
+    // The linked module is final from here on (plants done): verified once for the
+    // link checker, the linked-order oracle and codegen (an invalid one: each verifies and reports it).
+    let linked_proof = linked.module.verified().ok();
+    let judge = || check_linked(&per_core, &linked);
     r.check(
         "link checker: barrier ids unique and dense, shared tensors unified",
         &[1, 2],
-        list(&check_linked(&per_core, &linked)),
+        list(&linked_proof.map_or_else(judge, |p| trusting(p.into(), judge))),
     );
     let name = "link: barriers flagged before linking renumbered in seed order, unflagged ones keep their ids";
     match check_barrier_ids(&per_core, &linked.module) {
@@ -438,18 +449,21 @@ fn run_program(cfg: &RunConfig, program: &Module, lines: Option<&SourceLines>, r
         Ok(_) => r.check(name, &[2], Ok(())),
         Err(v) => r.check(name, &[2], list(&v)),
     }
-    let linked = linked.module;
+    let linked = &linked.module;
     // The linked module run engine by engine in a seeded order that respects
     // only its dependency edges and barriers: a lost or mis-mapped edge shows.
     r.check(
         "linked module in a seeded dependency-respecting order gives the interpreter's outputs",
         &[2, 5],
-        match run_linked_interleaved(&linked, &inputs, cfg.seed) {
-            Ok(out) => compare(&golden, &out).map_err(|e| Names::new(&linked, lines).explain_output(e)),
+        match linked_proof.map_or_else(
+            || run_linked_interleaved(linked, &inputs, cfg.seed),
+            |p| run_linked_interleaved_verified(p, &inputs, cfg.seed),
+        ) {
+            Ok(out) => compare(&golden, &out).map_err(|e| Names::new(linked, lines).explain_output(e)),
             Err(e) => Err(e.to_string()),
         },
     );
-    let mut codes = match codegen(&linked) {
+    let mut codes = match linked_proof.map_or_else(|| codegen(linked), codegen_verified) {
         Ok(c) => c,
         Err(e) => return r.stage("codegen", Err(e.to_string())),
     };
@@ -470,7 +484,7 @@ fn run_program(cfg: &RunConfig, program: &Module, lines: Option<&SourceLines>, r
         Err(e) => return r.stage("package", Err(e.to_string())),
     };
     r.stage("package", Ok(format!("NEFF of {} bytes", bytes.len())));
-    let names = Names::new(&linked, lines);
+    let names = Names::new(linked, lines);
     let hbm = (report.hbm.total, report.hbm.shared);
     execute_neff(cfg, &bytes, Some((&golden, INTERPRETER_OUTPUTS)), Some(inputs), Some(&names), Some(hbm), r);
 }

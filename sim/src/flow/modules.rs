@@ -12,14 +12,16 @@
 
 use std::collections::BTreeSet;
 
-use lncsim_model::codegen::codegen;
+use lncsim_model::codegen::{codegen, codegen_verified};
 use lncsim_model::dram::check_modules;
-use lncsim_model::ir::{Module, Op};
+use lncsim_model::ir::{Module, Op, Verified, VerifiedModules, trusting};
 use lncsim_model::link::{LinkError, LinkOptions, check_linked, link_with};
 use lncsim_model::neff::PackOptions;
 use lncsim_model::neff::pack::pack_code;
 use lncsim_model::pipeline::build_pipeline;
-use lncsim_model::program::interleave::{run_interleaved, run_linked_interleaved};
+use lncsim_model::program::interleave::{
+    run_interleaved, run_interleaved_verified, run_linked_interleaved, run_linked_interleaved_verified,
+};
 use lncsim_model::program::{Values, seeded_inputs_checked};
 
 use super::names::{Names, SourceLines};
@@ -163,7 +165,13 @@ pub(super) fn run_modules(cfg: &RunConfig, modules: &[Module], lines: Option<&So
         r.check(IR_CHECK, &[1, 3], list(&v));
         per_core
     };
-    let reference = match run_interleaved(&per_core, &inputs, cfg.seed) {
+    // Verified once for the barrier-order run and the linker (an invalid one: each verifies and reports it).
+    let per_core_proof = VerifiedModules::new(&per_core).ok();
+    let per_core_run = match per_core_proof {
+        Some(p) => run_interleaved_verified(p, &inputs, cfg.seed),
+        None => run_interleaved(&per_core, &inputs, cfg.seed),
+    };
+    let reference = match per_core_run {
         Ok(mut out) => {
             keep_written(&per_core, &mut out);
             r.check(PER_CORE_RUN, &[5], Ok(()));
@@ -174,7 +182,8 @@ pub(super) fn run_modules(cfg: &RunConfig, modules: &[Module], lines: Option<&So
             None
         }
     };
-    let linked = match link_with(&per_core, &LinkOptions::default()) {
+    let linking = || link_with(&per_core, &LinkOptions::default());
+    let linked = match per_core_proof.map_or_else(linking, |p| trusting(p, linking)) {
         Ok(l) => l,
         Err(e) => {
             let named = match &e {
@@ -185,19 +194,26 @@ pub(super) fn run_modules(cfg: &RunConfig, modules: &[Module], lines: Option<&So
         }
     };
     r.stage("link", Ok(format!("{} ({} functions)", linked.module.name, linked.module.functions.len())));
-    r.check(LINK_CHECK, &[1, 2], list(&check_linked(&per_core, &linked)));
-    let linked = linked.module;
+    // Verified once for the link checker, the linked-order run and codegen.
+    let linked_proof = linked.module.verified().ok();
+    let judge = || check_linked(&per_core, &linked);
+    r.check(LINK_CHECK, &[1, 2], list(&linked_proof.map_or_else(judge, |p| trusting(p.into(), judge))));
+    let linked = &linked.module;
     match &reference {
         Some(golden) => r.check(
             LINKED_VS_PER_CORE,
             &[2, 5],
-            run_linked_interleaved(&linked, &inputs, cfg.seed)
+            linked_proof
+                .map_or_else(
+                    || run_linked_interleaved(linked, &inputs, cfg.seed),
+                    |p| run_linked_interleaved_verified(p, &inputs, cfg.seed),
+                )
                 .map_err(|e| e.to_string())
-                .and_then(|out| compare(golden, &out).map_err(|e| Names::new(&linked, lines).explain_output(e))),
+                .and_then(|out| compare(golden, &out).map_err(|e| Names::new(linked, lines).explain_output(e))),
         ),
         None => r.not_exercised(LINKED_VS_PER_CORE, &[2, 5], "no reference outputs: the per-core run failed".into()),
     }
-    simulate(cfg, &linked, reference, inputs, lines, r);
+    simulate(cfg, linked, linked_proof, reference, inputs, lines, r);
 }
 
 /// A linked module written by hand (or by another linker).
@@ -205,9 +221,11 @@ pub(super) fn run_linked(cfg: &RunConfig, linked: &Module, lines: Option<&Source
     r.program = linked.name.clone();
     r.cores = linked.attrs.lnc_size;
     r.instructions = linked.functions.iter().map(|f| f.insts.len()).sum();
-    if let Err(e) = linked.verify() {
-        return r.stage("program", Err(e.to_string()));
-    }
+    // Verified once here; the linked-order run and codegen take the proof.
+    let proof = match linked.verified() {
+        Ok(p) => p,
+        Err(e) => return r.stage("program", Err(e.to_string())),
+    };
     let core_fns = linked.functions.iter().filter(|f| f.attrs.neuron_core_id.is_some()).count();
     r.stage(
         "program",
@@ -227,7 +245,7 @@ pub(super) fn run_linked(cfg: &RunConfig, linked: &Module, lines: Option<&Source
     };
     r.not_exercised(IR_CHECK, &[1, 3], "a linked module: split, allocation and link were not run by lncsim".into());
     r.not_exercised(LINK_CHECK, &[1, 2], "a linked module: no per-core modules were given to judge the link".into());
-    let reference = match run_linked_interleaved(linked, &inputs, cfg.seed) {
+    let reference = match run_linked_interleaved_verified(proof, &inputs, cfg.seed) {
         Ok(mut out) => {
             keep_written(std::slice::from_ref(linked), &mut out);
             r.check(LINKED_RUN, &[2, 5], Ok(()));
@@ -238,19 +256,20 @@ pub(super) fn run_linked(cfg: &RunConfig, linked: &Module, lines: Option<&Source
             None
         }
     };
-    simulate(cfg, linked, reference, inputs, lines, r);
+    simulate(cfg, linked, Some(proof), reference, inputs, lines, r);
 }
 
-/// Codegen, package, load and simulate `linked`, comparing with `reference`.
+/// Codegen, package, load and simulate `linked` (`proof`: verified already), comparing with `reference`.
 fn simulate(
     cfg: &RunConfig,
     linked: &Module,
+    proof: Option<Verified<'_>>,
     reference: Option<Values>,
     inputs: Values,
     lines: Option<&SourceLines>,
     r: &mut Rec<'_>,
 ) {
-    let codes = match codegen(linked) {
+    let codes = match proof.map_or_else(|| codegen(linked), codegen_verified) {
         Ok(c) => c,
         Err(e) => return r.stage("codegen", Err(e.to_string())),
     };
