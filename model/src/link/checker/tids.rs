@@ -10,7 +10,9 @@
 //! Both are built by one sort each of `(hash, location)` pairs over every
 //! input location and a walk over the runs of equal hashes; names in a run
 //! are compared in full, so a hash collision costs time, never an answer.
-//! Cost: O(L log L) in the L input locations; memory O(L).
+//! Cost: O(L log L) in the L input locations (however many views share a
+//! target), plus a scan of its hash run for a view whose hash collides with
+//! another name's; memory O(L).
 
 use std::collections::BTreeMap;
 
@@ -127,12 +129,23 @@ pub(super) fn resolve_targets(flat: &Flat<'_>) -> BTreeMap<u32, Vec<MemLocId>> {
     e.sort_unstable();
     // (view, its guess): the largest flat index of its run on its producer core.
     let mut guess: Vec<(usize, usize)> = Vec::with_capacity(views.len());
+    // Per run, the last location of each core once (locations come in flat
+    // order, which is core order), so many views of one tensor cost one pass
+    // over its run, not one each.
+    let mut last: Vec<(u32, usize)> = Vec::new();
     runs(&mut e, |run| {
+        last.clear();
+        for t in run.iter().filter(|x| x.1 % 2 == 0).map(|x| x.1 / 2) {
+            let c = flat.core_at(t);
+            match last.last_mut() {
+                Some(l) if l.0 == c => l.1 = t,
+                _ => last.push((c, t)),
+            }
+        }
         for &(_, q) in run.iter().filter(|x| x.1 % 2 == 1) {
             let core = views[q / 2].1;
-            let g = run.iter().rev().filter(|x| x.1 % 2 == 0).map(|x| x.1 / 2).find(|&t| flat.core_at(t) == core);
-            if let Some(g) = g {
-                guess.push((q / 2, g));
+            if let Ok(i) = last.binary_search_by_key(&core, |l| l.0) {
+                guess.push((q / 2, last[i].1));
             }
         }
     });
@@ -261,6 +274,30 @@ mod tests {
         let mut m = Module { memlocs: locs, ..Module::default() };
         m.attrs.neuron_core_id = Some(core);
         m
+    }
+
+    #[test]
+    fn many_views_of_one_name_each_find_the_last_location_on_their_producer_core() {
+        let i = Usage::Internal;
+        let m0 = module(0, vec![loc("a", i, None), loc("b", i, None), loc("a", i, None)]);
+        let m1 = module(
+            1,
+            vec![loc("v0", i, Some(("a", 0))), loc("a", i, None), loc("v1", i, Some(("a", 0))), loc("a", i, None)],
+        );
+        let m2 =
+            module(2, vec![loc("w1", i, Some(("a", 1))), loc("w0", i, Some(("a", 0))), loc("w2", i, Some(("a", 2)))]);
+        let inputs: BTreeMap<u32, &Module> = [(0, &m0), (1, &m1), (2, &m2)].into_iter().collect();
+        let hashes: [fn(&str) -> u64; 3] = [hash_name, |_| 7, |n| n.len() as u64];
+        for hash in hashes {
+            let targets = resolve_targets(&Flat::with_hash(&inputs, hash));
+            assert_eq!(targets[&1], vec![MemLocId(2), NONE, MemLocId(2), NONE], "core 0's last `a`, not core 1's");
+            assert_eq!(
+                targets[&2],
+                vec![MemLocId(3), MemLocId(2), NONE],
+                "core 1's last `a`; core 0's; none on core 2"
+            );
+            assert_eq!(targets[&0], vec![NONE; 3]);
+        }
     }
 
     #[test]
