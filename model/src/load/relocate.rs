@@ -364,8 +364,8 @@ mod tests {
         assert!(translate_pseudo_instrs(Engine::Pe, &[e], &mut base).unwrap_err().contains("without a preceding"));
     }
 
-    #[test]
-    fn the_count_alone_equals_the_translation_and_refuses_alike() {
+    /// A `PseudoAddN` taking three operands and its one `Ext` record of three more, and a `Return`.
+    fn add_n_ext_return() -> (Record, Record, Record) {
         let mut p = Record::new(Opcode::PseudoAddN, 7);
         p.ops = [Operand::var(0, 0, 4), Operand::var(1, 0, 4), Operand::var(2, 0, 4)];
         p.imm = 1;
@@ -373,6 +373,12 @@ mod tests {
         e.ops = [Operand::var(3, 0, 4), Operand::var(4, 0, 4), Operand::var(5, 0, 4)];
         e.imm = 3;
         let ret = Record::new(Opcode::Return, 8);
+        (p, e, ret)
+    }
+
+    #[test]
+    fn the_count_alone_equals_the_translation_and_refuses_alike() {
+        let (p, e, ret) = add_n_ext_return();
         let stream = [ret, p, e, ret, p, e];
         let t = translate_pseudo_instrs(Engine::Pool, &stream, &mut base).unwrap();
         assert_eq!(count_pseudo_instrs(Engine::Pool, &stream, &mut base), Ok(t.records.len() as u64));
@@ -387,13 +393,7 @@ mod tests {
 
     #[test]
     fn the_encoded_translation_is_the_translation_encoded_and_refuses_alike() {
-        let mut p = Record::new(Opcode::PseudoAddN, 7);
-        p.ops = [Operand::var(0, 0, 4), Operand::var(1, 0, 4), Operand::var(2, 0, 4)];
-        p.imm = 1;
-        let mut e = Record::new(Opcode::Ext, 7);
-        e.ops = [Operand::var(3, 0, 4), Operand::var(4, 0, 4), Operand::var(5, 0, 4)];
-        e.imm = 3;
-        let ret = Record::new(Opcode::Return, 8);
+        let (p, e, ret) = add_n_ext_return();
         let stream = [ret, p, e, ret, p, e];
         let t = translate_pseudo_instrs(Engine::Pool, &stream, &mut base).unwrap();
         let x = translate_pseudo_instrs_encoded(Engine::Pool, &stream, &mut base).unwrap();
