@@ -532,11 +532,17 @@ fn queue_indices(def: &DefJson) -> BTreeMap<String, u32> {
 fn check_stream(at: &str, file: &[u8], device: &[u8], var_pa: &dyn Fn(u32) -> Option<u64>, ring: &[u8]) -> Vec<String> {
     let mut bad = Vec::new();
     let neff: Vec<Record> = file.chunks(RECORD_SIZE).filter_map(|c| Record::decode(c).ok()).collect();
-    let dev: Vec<Option<Record>> = device.chunks(RECORD_SIZE).map(|c| Record::decode(c).ok()).collect();
+    // The device records are read in order, one decode each where they lie
+    // (no decoded copy of the stream): `dev_len` chunks, the last maybe short.
+    let dev_len = device.len().div_ceil(RECORD_SIZE);
     let mut d = 0usize;
     let mut i = 0usize;
     let mut take = |bad: &mut Vec<String>| {
-        let r = dev.get(d).copied().flatten();
+        let r = d
+            .checked_mul(RECORD_SIZE)
+            .and_then(|o| device.get(o..o.saturating_add(RECORD_SIZE).min(device.len())))
+            .filter(|c| !c.is_empty())
+            .and_then(|c| Record::decode(c).ok());
         if r.is_none() {
             bad.push(format!("{at}: device record {d} missing or undecodable"));
         }
@@ -607,8 +613,8 @@ fn check_stream(at: &str, file: &[u8], device: &[u8], var_pa: &dyn Fn(u32) -> Op
         }
         i += 1;
     }
-    if d != dev.len() {
-        bad.push(format!("{at}: {} device records, expected {d}", dev.len()));
+    if d != dev_len {
+        bad.push(format!("{at}: {dev_len} device records, expected {d}"));
     }
     bad
 }

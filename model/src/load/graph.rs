@@ -187,13 +187,14 @@ type Resolved = (BTreeMap<String, IoVar>, Vec<RemoteVar>, u64);
 ///   at the same offset with the same size (what `sync_shared_allocations`
 ///   guarantees), else the NEFF is refused.
 ///
-/// Cost: O(n log n) in vars (sorts of flat arrays and binary searches; one
-/// ordered map of the IO names).
+/// Cost: O(n log n) in vars (sorts of flat arrays on integer keys, binary
+/// searches on name hashes; one ordered map of the IO names).
 pub fn kelf_resolve_vtpb_remote_variables(kbins: &[Kbin]) -> Result<Resolved, LoadError> {
     let mut io: BTreeMap<String, IoVar> = BTreeMap::new();
-    // (subgraph, name, offset, size) of every shared view: flat arrays and
-    // sorts instead of per-name maps (names are unique in a subgraph).
-    let mut shared: Vec<(u32, &str, u64, u64)> = Vec::new();
+    // (subgraph, name rank, name, offset, size) of every shared view: flat
+    // arrays and sorts on integer keys instead of per-name maps or string
+    // sorts (names are unique in a subgraph, so the name rank orders them).
+    let mut shared: Vec<(u32, u32, &str, u64, u64)> = Vec::new();
     for k in kbins {
         for v in k.vars.values() {
             if v.place == Place::Io {
@@ -216,26 +217,32 @@ pub fn kelf_resolve_vtpb_remote_variables(kbins: &[Kbin]) -> Result<Resolved, Lo
                 e.sgs.push(k.sg);
             }
             if let (Place::Shared(off), VarKind::Virtual { .. }) = (v.place, &v.kind) {
-                shared.push((k.sg, v.name.as_str(), off, v.size));
+                shared.push((k.sg, v.name_rank, v.name.as_str(), off, v.size));
             }
         }
     }
     // In (subgraph, name) order: the order of the checks and so of the first refusal.
-    shared.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-    // Owners by name, sorted by (name, subgraph): a view `<t>_in<sg>` binary-searches its tensor `t`.
-    let mut by_name: Vec<(&str, u32, u64, u64)> = shared.iter().map(|&(sg, n, off, size)| (n, sg, off, size)).collect();
-    by_name.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-    // (owner, tensor, offset, size, subgraph, view) of every resolved view.
-    let mut views: Vec<(u32, &str, u64, u64, u32, &str)> = Vec::new();
+    shared.sort_unstable_by_key(|e| (e.0, e.1));
+    // Every shared var by (name hash, subgraph): a view `<t>_in<sg>` finds its
+    // tensor `t` by one binary search on u64s, then compares names in that run.
+    let mut by_hash: Vec<(u64, u32, usize)> =
+        shared.iter().enumerate().map(|(i, &(sg, _, n, ..))| (name_hash(n), sg, i)).collect();
+    by_hash.sort_unstable();
+    // (owner, owner's name rank, subgraph, tensor, offset, size, view) of every resolved view.
+    let mut views: Vec<(u32, u32, u32, &str, u64, u64, &str)> = Vec::new();
     let mut suffix = (u32::MAX, String::new());
-    for &(sg, name, off, size) in &shared {
+    for &(sg, _, name, off, size) in &shared {
         // `shared` is in subgraph order: one suffix per subgraph.
         if suffix.0 != sg {
             suffix = (sg, view_name("", sg));
         }
         let Some(t) = name.strip_suffix(suffix.1.as_str()) else { continue };
-        let first = by_name.partition_point(|e| e.0 < t);
-        let Some(&(_, o, o_off, o_size)) = by_name[first..].iter().take_while(|e| e.0 == t).find(|e| e.1 != sg) else {
+        let h = name_hash(t);
+        let first = by_hash.partition_point(|e| e.0 < h);
+        // The run is in subgraph order: the first other subgraph naming `t` owns it.
+        let owner =
+            by_hash[first..].iter().take_while(|e| e.0 == h).map(|e| &shared[e.2]).find(|o| o.0 != sg && o.2 == t);
+        let Some(&(o, o_rank, _, o_off, o_size)) = owner else {
             continue;
         };
         if (o_off, o_size) != (off, size) {
@@ -248,12 +255,13 @@ pub fn kelf_resolve_vtpb_remote_variables(kbins: &[Kbin]) -> Result<Resolved, Lo
             ));
         }
         marks::hit("load.s2.remote_var_resolved");
-        views.push((o, t, off, size, sg, name));
+        views.push((o, o_rank, sg, t, off, size, name));
     }
-    // Grouped by (owner, tensor), in that order; the stable sort keeps each group's views in subgraph order.
-    views.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    // Grouped by (owner, tensor), in that order (the owner's name rank orders
+    // its tensors by name), each group's views in subgraph order.
+    views.sort_unstable_by_key(|e| (e.0, e.1, e.2));
     let mut remote: Vec<RemoteVar> = Vec::new();
-    for (o, t, off, size, sg, name) in views {
+    for (o, _, sg, t, off, size, name) in views {
         match remote.last_mut() {
             Some(r) if r.owner == o && r.name == t => r.views.push((sg, name.to_owned())),
             _ => remote.push(RemoteVar {
@@ -269,6 +277,12 @@ pub fn kelf_resolve_vtpb_remote_variables(kbins: &[Kbin]) -> Result<Resolved, Lo
     Ok((io, remote, shared_size))
 }
 
+/// FNV-1a of a name: fixed and seedless (the same on every run), so names
+/// sort and binary-search as u64s; equal hashes are told apart by the name. O(len).
+fn name_hash(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
 /// `vtpb_ptpb_num_cores_to_vtpb_num_cores`: `nkbin` physical subgraphs must
 /// fit one logical core of `vnc_size` physical cores.
 pub fn vtpb_ptpb_num_cores_to_vtpb_num_cores(nkbin: usize, vnc_size: u32) -> Result<(), LoadError> {
@@ -281,4 +295,63 @@ pub fn vtpb_ptpb_num_cores_to_vtpb_num_cores(nkbin: usize, vnc_size: u32) -> Res
         Stage::S2Graph,
         format!("{nkbin} subgraphs need {n} logical NeuronCores of size {vnc_size}; a load takes 1"),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::testkit::pack_generated;
+    use crate::program::{GenConfig, SizeClass};
+
+    #[test]
+    fn the_name_hash_is_fnv1a_and_fixed() {
+        // FNV-1a's published values: the same on every run and every machine.
+        assert_eq!(name_hash(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(name_hash("a"), 0xaf63_dc4c_8601_ec8c);
+        assert_ne!(name_hash("t1_in2"), name_hash("t1_in3"));
+    }
+
+    /// The remote vars equal a naive join of the subgraphs' shared views by
+    /// name (ordered maps, no hashes, no ranks): owner = the lowest other
+    /// subgraph naming `t`, grouped by (owner, t) in name order, views in
+    /// subgraph order.
+    #[test]
+    fn remote_vars_are_the_naive_join_of_shared_views_by_name() {
+        for seed in [1, 7] {
+            let b = pack_generated(&GenConfig::new(seed, 4, SizeClass::Medium)).unwrap();
+            let info = neff_parse(&b, true).unwrap();
+            let m = Manifests::parse(&info.container).unwrap();
+            let kg = dlr_kelf_load(&info.container.members, &m, Arch::V3, 4).unwrap();
+            // (sg, name) -> (offset, size) of every shared virtual var.
+            let mut shared: BTreeMap<(u32, &str), (u64, u64)> = BTreeMap::new();
+            for k in &kg.kbins {
+                for v in k.vars.values() {
+                    if let (Place::Shared(off), VarKind::Virtual { .. }) = (v.place, &v.kind) {
+                        shared.insert((k.sg, v.name.as_str()), (off, v.size));
+                    }
+                }
+            }
+            let mut want: BTreeMap<(u32, &str), RemoteVar> = BTreeMap::new();
+            for (&(sg, name), &(off, size)) in &shared {
+                let Some(t) = name.strip_suffix(&view_name("", sg)) else { continue };
+                let Some(o) = (0..kg.kbins.len() as u32).find(|&o| o != sg && shared.contains_key(&(o, t))) else {
+                    continue;
+                };
+                let r = want.entry((o, t)).or_insert_with(|| RemoteVar {
+                    name: t.to_owned(),
+                    owner: o,
+                    offset: off,
+                    size,
+                    views: Vec::new(),
+                });
+                r.views.push((sg, name.to_owned()));
+            }
+            for r in want.values_mut() {
+                r.views.sort();
+            }
+            let want: Vec<RemoteVar> = want.into_values().collect();
+            assert!(!want.is_empty(), "seed {seed}: a generated LNC program shares tensors");
+            assert_eq!(kg.remote_vars, want, "seed {seed}");
+        }
+    }
 }

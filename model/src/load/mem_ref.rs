@@ -53,7 +53,7 @@ pub(super) fn queue_order(sg: &Subgraph) -> Result<Vec<String>, LoadError> {
 pub(super) fn var_table(sg: &Subgraph, files: &mut BTreeMap<String, Vec<u8>>) -> Result<VarTable, LoadError> {
     let limit = var_id_limit(sg.def.var.len());
     let mut vars = VarTable::with_capacity(sg.def.var.len());
-    for (name, v) in &sg.def.var {
+    for (rank, (name, v)) in sg.def.var.iter().enumerate() {
         if v.var_id >= limit {
             marks::hit("load.s3.absurd_var_id");
             return Err(absurd_var_id(sg, name, v.var_id, limit));
@@ -78,7 +78,10 @@ pub(super) fn var_table(sg: &Subgraph, files: &mut BTreeMap<String, Vec<u8>>) ->
             }
             _ => (VarKind::Scratch, Place::NotInHbm, 0, None),
         };
-        let var = KbinVar { name: name.clone(), var_type: v.var_type.clone(), kind, size, align, place, data };
+        // Below the var_id limit (a u32) since the table holds at most that many vars.
+        let name_rank = u32::try_from(rank).unwrap_or(u32::MAX);
+        let var =
+            KbinVar { name: name.clone(), var_type: v.var_type.clone(), kind, size, align, place, data, name_rank };
         if let Err(other) = vars.insert_new(v.var_id, var) {
             return Err(field(sg, name, "var_id", format!("{} is also the id of {:?}", v.var_id, other.name)));
         }
@@ -375,6 +378,7 @@ mod limit_tests {
             align: 1,
             place,
             data: None,
+            name_rank: 0,
         };
         let mut t = VarTable::with_capacity(3);
         t.insert_new(0, var(Place::Carveout(0), 64)).unwrap();

@@ -42,6 +42,9 @@ pub struct KbinVar {
     pub place: Place,
     /// `file` vars: the bytes to copy in (the `.npy` payload).
     pub data: Option<Vec<u8>>,
+    /// Its position in its subgraph's vars in name order (def.json's map
+    /// order): orders a subgraph's vars by name with a u32 compare.
+    pub name_rank: u32,
 }
 
 /// `mla_resources` (440 B): what `kelf_load_from_neff` collects for one subgraph.

@@ -124,6 +124,7 @@ mod tests {
             align: 1,
             place: Place::Carveout(0),
             data: None,
+            name_rank: 0,
         }
     }
 
