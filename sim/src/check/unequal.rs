@@ -29,7 +29,7 @@ pub(crate) fn unequal_vars(vars: &VarTable, core_id: impl Fn(u32) -> u32) -> Vec
         let fv = &vars.vars[f];
         if fv.pa != v.pa || (v.shared && fv.size != v.size) {
             out.push(Violation::Unequal {
-                name: v.name.clone(),
+                name: vars.name(g as u32).unwrap_or_default().to_string(),
                 first: (core_id(fv.core_ix), fv.pa, fv.size),
                 other: (core_id(v.core_ix), v.pa, v.size),
             });

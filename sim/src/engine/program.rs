@@ -188,24 +188,27 @@ impl Program {
     }
 
     /// Collects, per semaphore, the values waits ask for, and numbers each wait's slot.
+    /// Cost: one sort of the w legal waits' (core, semaphore, value), O(w log w),
+    /// then a run-length pass (no ordered map per semaphore), and a bisection per wait.
     fn sem_plans(&mut self) {
-        let mut plans: Vec<Vec<BTreeMap<u32, u32>>> =
-            self.cores.iter().map(|c| vec![BTreeMap::new(); c.semaphores as usize]).collect();
+        let mut keys: Vec<(u32, u8, u32)> = Vec::new();
         for s in &self.streams {
+            let semaphores = self.cores.get(s.core_ix as usize).map_or(0, |c| c.semaphores);
             for w in s.instrs.iter().filter(|i| i.illegal.is_none()).flat_map(|i| i.waits.iter().flatten()) {
-                if let Some(p) = plans[s.core_ix as usize].get_mut(usize::from(w.sem)) {
-                    *p.entry(w.value).or_insert(0) += 1;
+                if u32::from(w.sem) < semaphores {
+                    keys.push((s.core_ix, w.sem, w.value));
                 }
             }
         }
-        self.sems = plans
-            .into_iter()
-            .map(|core| {
-                core.into_iter()
-                    .map(|p| SemPlan { wanted: p.keys().copied().collect(), waits: p.values().copied().collect() })
-                    .collect()
-            })
-            .collect();
+        keys.sort_unstable();
+        self.sems = self.cores.iter().map(|c| vec![SemPlan::default(); c.semaphores as usize]).collect();
+        for run in keys.chunk_by(|a, b| a == b) {
+            let (core, sem, value) = run[0];
+            if let Some(p) = self.sems.get_mut(core as usize).and_then(|c| c.get_mut(usize::from(sem))) {
+                p.wanted.push(value);
+                p.waits.push(u32::try_from(run.len()).unwrap_or(u32::MAX));
+            }
+        }
         for s in &mut self.streams {
             for w in s.instrs.iter_mut().flat_map(|i| i.waits.iter_mut().flatten()) {
                 if let Some(p) = self.sems[s.core_ix as usize].get(usize::from(w.sem)) {

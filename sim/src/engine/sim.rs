@@ -202,8 +202,8 @@ impl Simulation {
         let var = slot
             .and_then(|k| ins.and_then(|i| i.mems().get(usize::from(k))))
             .filter(|m| m.var != NONE)
-            .and_then(|m| self.vars.get(m.var))
-            .map(|v| v.name.clone());
+            .and_then(|m| self.vars.name(m.var))
+            .map(str::to_string);
         Site {
             core: self.cores[eng.core_ix as usize].core,
             engine: eng.engine,

@@ -23,14 +23,28 @@ use lncsim_model::codegen::VarKind;
 use lncsim_model::load::{CoreImage, VarImage};
 use lncsim_model::split::view_name;
 
-/// A multiplicative hash of names, eight bytes per step (the maps are
-/// looked up only, never iterated, so no output depends on it).
+/// A folded-multiply hash of names, eight bytes per step (the maps are
+/// looked up only, never iterated, so no output depends on it). Every step
+/// xors the low and high halves of a 128-bit product, so every output bit
+/// depends on every input bit: the table's bucket index is the hash's low
+/// bits, and a plain multiply (Fx) leaves those a function of the names'
+/// first bytes only (`t1234` and `t1876` share a bucket run; 100k such
+/// names made every lookup a long probe of full-name compares).
 #[derive(Default)]
 struct NameHasher(u64);
 
+/// An odd 64-bit constant (the fractional digits of the golden ratio).
+const MUL: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// The low and high halves of `a * MUL` (128-bit), xor-ed.
+fn fold(a: u64) -> u64 {
+    let p = u128::from(a) * u128::from(MUL);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
 impl Hasher for NameHasher {
     fn finish(&self) -> u64 {
-        self.0
+        fold(self.0 ^ 0x243f_6a88_85a3_08d3)
     }
 
     fn write(&mut self, bytes: &[u8]) {
@@ -40,13 +54,22 @@ impl Hasher for NameHasher {
             x.copy_from_slice(w);
             self.write_u64(u64::from_le_bytes(x));
         }
-        let mut x = [0u8; 8];
-        x[..words.remainder().len()].copy_from_slice(words.remainder());
-        self.write_u64(u64::from_le_bytes(x) ^ (bytes.len() as u64) << 56);
+        // The tail zero-padded, little-endian, without a variable-length copy;
+        // the length tells `ab` from `ab\0` apart.
+        let tail = words.remainder().iter().rev().fold(0u64, |acc, &b| (acc << 8) | u64::from(b));
+        self.write_u64(tail ^ (bytes.len() as u64) << 56);
+    }
+
+    fn write_u8(&mut self, x: u8) {
+        self.write_u64(u64::from(x));
+    }
+
+    fn write_u32(&mut self, x: u32) {
+        self.write_u64(u64::from(x));
     }
 
     fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x517c_c1b7_2722_0a95);
+        self.0 = fold(self.0 ^ x);
     }
 }
 
@@ -61,8 +84,8 @@ pub(crate) const NONE: u32 = u32::MAX;
 pub(crate) struct VarEntry {
     /// Index of the core in the images.
     pub core_ix: u32,
-    /// The var's name.
-    pub name: String,
+    /// The var's name: its byte range in [`VarTable::names`] (no heap object per var).
+    name: (usize, usize),
     /// Physical address.
     pub pa: u64,
     /// Size in bytes.
@@ -107,6 +130,8 @@ struct Owner {
 pub(crate) struct VarTable {
     pub vars: Vec<VarEntry>,
     pub base: Vec<u32>,
+    /// Every var's name, one after another (see [`VarTable::name`]).
+    names: String,
     /// Owner id -> its identity.
     owners: Vec<Owner>,
 }
@@ -120,10 +145,24 @@ impl VarTable {
     pub(crate) fn new(images: &[CoreImage]) -> VarTable {
         let total: usize = images.iter().map(|i| i.vars.len()).sum();
         let most = images.iter().map(|i| i.vars.len()).max().unwrap_or(0);
-        let mut t =
-            VarTable { vars: Vec::with_capacity(total), base: Vec::with_capacity(images.len()), owners: Vec::new() };
+        let name_bytes: usize = images.iter().flat_map(|i| &i.vars).map(|v| v.name.len()).sum();
+        let mut t = VarTable {
+            vars: Vec::with_capacity(total),
+            base: Vec::with_capacity(images.len()),
+            names: String::with_capacity(name_bytes),
+            owners: Vec::new(),
+        };
         // Identities that may span cores (IO, weights, shared tensors), and this core's private ones.
-        let mut owner_ids: NameMap<(OwnerKind, u32, &str), u32> = NameMap::default();
+        // Sized once for every var that is not private (no rehash while filling).
+        let spanning = images.iter().flat_map(|i| i.vars.iter().map(move |v| (i, v)));
+        let spanning = spanning
+            .filter(|(i, v)| {
+                matches!(v.kind, VarKind::Input | VarKind::Output | VarKind::File { .. } | VarKind::SharedScratch)
+                    || in_shared(i, v)
+            })
+            .count();
+        let mut owner_ids: NameMap<(OwnerKind, u32, &str), u32> =
+            NameMap::with_capacity_and_hasher(spanning, Default::default());
         let mut private_ids: NameMap<(u32, &str), u32> = NameMap::with_capacity_and_hasher(most, Default::default());
         // Clearing per image needs every image on its own core (as the loader stages them).
         let mut cores: Vec<u32> = images.iter().map(|i| i.core).collect();
@@ -131,7 +170,8 @@ impl VarTable {
         cores.dedup();
         let distinct = cores.len() == images.len();
         // Name of every shared tensor var -> the lowest and highest core declaring it.
-        let mut shared_names: NameMap<&str, (u32, u32)> = NameMap::default();
+        let shared = images.iter().map(|i| i.vars.iter().filter(|v| in_shared(i, v)).count()).sum();
+        let mut shared_names: NameMap<&str, (u32, u32)> = NameMap::with_capacity_and_hasher(shared, Default::default());
         for img in images {
             for v in img.vars.iter().filter(|v| in_shared(img, v)) {
                 let e = shared_names.entry(v.name.as_str()).or_insert((img.core, img.core));
@@ -175,9 +215,11 @@ impl VarTable {
                         next
                     })
                 };
+                let at = t.names.len();
+                t.names.push_str(&v.name);
                 t.vars.push(VarEntry {
                     core_ix: ci as u32,
-                    name: v.name.clone(),
+                    name: (at, t.names.len()),
                     pa: v.pa,
                     size: v.size,
                     owner,
@@ -193,7 +235,7 @@ impl VarTable {
     /// The printable key of ownership identity `owner` (e.g. `core0:t3`, `io:x`).
     pub(crate) fn owner_key(&self, owner: u32) -> Option<String> {
         let o = self.owners.get(owner as usize)?;
-        let name = self.vars.get(o.var as usize).and_then(|v| v.name.get(..o.len as usize)).unwrap_or_default();
+        let name = self.name(o.var).and_then(|n| n.get(..o.len as usize)).unwrap_or_default();
         Some(match o.kind {
             OwnerKind::Io => format!("io:{name}"),
             OwnerKind::File => format!("file:{name}"),
@@ -216,9 +258,10 @@ impl VarTable {
         (g < end).then_some(g)
     }
 
-    /// The var at a global index.
-    pub(crate) fn get(&self, g: u32) -> Option<&VarEntry> {
-        self.vars.get(g as usize)
+    /// The name of the var at a global index.
+    pub(crate) fn name(&self, g: u32) -> Option<&str> {
+        let (a, b) = self.vars.get(g as usize)?.name;
+        self.names.get(a..b)
     }
 }
 
@@ -246,5 +289,24 @@ mod tests {
         hashes.dedup();
         assert_eq!(hashes.len(), names.len(), "{names:?}");
         assert_eq!(h("t1"), h("t1"));
+    }
+
+    #[test]
+    fn the_name_hash_spreads_similar_names_over_the_low_bits() {
+        // The table's bucket is the hash's low bits: names that differ only
+        // past their first bytes must still land in (nearly) distinct buckets.
+        let b = BuildHasherDefault::<NameHasher>::default();
+        let names: Vec<String> = (0..4096).map(|i| format!("t{}", 10_000 + i)).collect();
+        let buckets = |hashes: Vec<u64>| {
+            let mut low: Vec<u64> = hashes.into_iter().map(|x| x & 0xfff).collect();
+            low.sort_unstable();
+            low.dedup();
+            low.len()
+        };
+        // 4096 random keys in 4096 buckets fill about 63 % of them.
+        let plain = buckets(names.iter().map(|n| b.hash_one(n.as_str())).collect());
+        assert!(plain > 2400, "names: {plain} distinct low-12-bit buckets of 4096");
+        let keyed = buckets(names.iter().map(|n| b.hash_one((OwnerKind::Core, 3u32, n.as_str()))).collect());
+        assert!(keyed > 2400, "(kind, core, name) keys: {keyed} distinct low-12-bit buckets of 4096");
     }
 }
