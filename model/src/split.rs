@@ -109,8 +109,10 @@ pub fn split(program: &Module) -> Result<Vec<Module>, SplitError> {
     // cross-core dependents of each instruction, the consumer cores of each
     // cross-core tensor, and the locations and queues each core touches.
     let lnc_us = lnc as usize;
-    let mut dependents: Vec<Vec<u32>> = vec![Vec::new(); func.insts.len()];
-    let mut consumers: Vec<Vec<u32>> = vec![Vec::new(); program.memlocs.len()];
+    // (index << 32 | core) pairs, sorted into flat lists after the walk (no Vec per index).
+    let mut dependents: Vec<u64> = Vec::new();
+    let mut consumers: Vec<u64> = Vec::new();
+    let pair = |i: usize, c: u32| ((i as u64) << 32) | u64::from(c);
     let mut touched: Vec<Vec<bool>> = vec![vec![false; program.memlocs.len()]; lnc_us];
     let mut used_queues: Vec<Vec<bool>> = vec![vec![false; program.queues.len()]; lnc_us];
     for id in func.order() {
@@ -124,13 +126,13 @@ pub fn split(program: &Module) -> Result<Vec<Module>, SplitError> {
                     let loc = program.loc(r.loc).name.clone();
                     return Err(SplitError::OutputReadCrossCore { loc, producer: a, reader: here });
                 }
-                insert_sorted(&mut dependents[p.index()], here);
-                insert_sorted(&mut consumers[r.loc.index()], here);
+                dependents.push(pair(p.index(), here));
+                consumers.push(pair(r.loc.index(), here));
             }
         }
         for d in &inst.deps {
             if cores[d.inst.index()] != here {
-                insert_sorted(&mut dependents[d.inst.index()], here);
+                dependents.push(pair(d.inst.index(), here));
             }
         }
         if let Some(t) = touched.get_mut(here as usize) {
@@ -156,8 +158,10 @@ pub fn split(program: &Module) -> Result<Vec<Module>, SplitError> {
     // Instructions per core: its own plus one barrier arrival per instruction with
     // cross-core dependents it takes part in.
     let mut per_core = vec![0usize; lnc_us];
-    for (p, deps) in dependents.iter().enumerate() {
-        let here = cores[p];
+    let dependents = Lists::from_pairs(func.insts.len(), dependents);
+    let consumers = Lists::from_pairs(program.memlocs.len(), consumers);
+    for (p, &here) in cores.iter().enumerate() {
+        let deps = dependents.get(p);
         if let Some(n) = per_core.get_mut(here as usize) {
             *n += 1;
         }
@@ -210,11 +214,44 @@ struct Analysis<'p> {
     /// The owning core and writing instruction of every written location, by location index.
     owner: Vec<Option<(u32, InstId)>>,
     /// The consumer cores of every location, sorted (empty: not a cross-core tensor).
-    consumers: Vec<Vec<u32>>,
+    consumers: Lists,
     /// The cores that depend on each instruction from another core, sorted, by instruction index.
-    dependents: Vec<Vec<u32>>,
+    dependents: Lists,
     /// Every program location's name (a view's name must not be one of them; lookups only).
     names: NameSet<'p>,
+}
+
+/// Sorted, distinct core lists by index, in one flat array: index `i`'s are
+/// `cores[start[i]..start[i + 1]]` (no Vec per index).
+struct Lists {
+    start: Vec<usize>,
+    cores: Vec<u32>,
+}
+
+impl Lists {
+    /// From `(index << 32) | core` pairs with indices below `n` (others are
+    /// dropped). O(p log p) for p pairs: one sort, one dedup, one count.
+    fn from_pairs(n: usize, mut pairs: Vec<u64>) -> Self {
+        pairs.sort_unstable();
+        pairs.dedup();
+        pairs.retain(|&k| ((k >> 32) as usize) < n);
+        let mut start = vec![0usize; n + 1];
+        for &k in &pairs {
+            start[(k >> 32) as usize + 1] += 1;
+        }
+        for i in 1..start.len() {
+            start[i] += start[i - 1];
+        }
+        Lists { start, cores: pairs.iter().map(|&k| k as u32).collect() }
+    }
+
+    /// Index `i`'s cores, ascending (empty past the end).
+    fn get(&self, i: usize) -> &[u32] {
+        match (self.start.get(i), self.start.get(i + 1)) {
+            (Some(&lo), Some(&hi)) => self.cores.get(lo..hi).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
 }
 
 /// A dense map from a program index to an id of a core's module, 4 bytes
@@ -275,7 +312,7 @@ impl CoreOut {
             if !touched.get(i).copied().unwrap_or(false) {
                 continue;
             }
-            let cross = Some(&a.consumers[i]).filter(|c| !c.is_empty());
+            let cross = Some(a.consumers.get(i)).filter(|c| !c.is_empty());
             let mut loc = l.clone();
             loc.aliases.clear();
             match (cross, a.owner[i]) {
@@ -342,12 +379,12 @@ fn build(func: &Function, a: &Analysis<'_>, mut outs: Vec<CoreOut>) -> Vec<Modul
             if let Some(c) = counts.get_mut(a.cores[p.index()] as usize) {
                 *c += 1;
             }
-            for &d in &a.dependents[p.index()] {
+            for &d in a.dependents.get(p.index()) {
                 if let Some(c) = counts.get_mut(d as usize) {
                     *c += 1;
                 }
             }
-            if !a.dependents[p.index()].is_empty()
+            if !a.dependents.get(p.index()).is_empty()
                 && let Some(c) = counts.get_mut(a.cores[p.index()] as usize)
             {
                 *c += 1;
@@ -364,7 +401,7 @@ fn build(func: &Function, a: &Analysis<'_>, mut outs: Vec<CoreOut>) -> Vec<Modul
                 let id = outs[here as usize].f.push_inst(block, inst);
                 local.set(pid.index(), id.0);
             }
-            let deps = &a.dependents[pid.index()];
+            let deps = a.dependents.get(pid.index());
             if deps.is_empty() {
                 continue;
             }
@@ -408,7 +445,7 @@ fn build(func: &Function, a: &Analysis<'_>, mut outs: Vec<CoreOut>) -> Vec<Modul
 /// Core `o.core`'s arrival at producer `p`'s barrier, if it was pushed already.
 fn arrival_of(a: &Analysis<'_>, arr_start: &Dense, arr: &[u32], p: usize, core: u32) -> Option<u32> {
     let start = arr_start.get(p)? as usize;
-    let deps = a.dependents.get(p)?;
+    let deps = a.dependents.get(p);
     deps.binary_search(&core).ok()?;
     let at = deps.partition_point(|&d| d < core) + usize::from(a.cores[p] < core);
     arr.get(start + at).copied().filter(|&id| id != u32::MAX)
@@ -430,7 +467,7 @@ fn clone_inst(o: &CoreOut, pinst: &Inst, a: &Analysis<'_>, local: &Dense, arr_st
         }
         other => other.clone(),
     };
-    let mut deps = Vec::with_capacity(pinst.deps.len() + pinst.read_slice().len());
+    let mut deps = Vec::new();
     for d in &pinst.deps {
         if a.cores[d.inst.index()] == core
             && let Some(mine) = local.get(d.inst.index())
