@@ -16,16 +16,20 @@
 //! core numbers its own barrier slot IDs from 0, flagged for renumbering, as
 //! seed 000 §7 says each core does.
 //!
-//! Cost: O(C·(N + L)) expected for C cores, N instructions and L locations
-//! (each core's module walks the program once; per-index tables are dense
-//! vectors, the view-name collision test a hash set of the program's names,
-//! and each core's arena, block lists and locations are sized before filling).
+//! Cost: O(N + D + P + C·L) expected for N instructions, D deps, P barrier
+//! arrivals, C cores and L locations: the program's instructions are walked
+//! three times in all (owners; dependents, consumers and each core's touched
+//! locations and queues; then one walk that hands each instruction to its
+//! core and each arrival to every participant), not once per core; each
+//! core's location table is dense, the view-name collision test a hash set of
+//! the program's names, and each core's arena and block lists are sized
+//! before filling.
 //!
 //! Choices (documented, tested): a program output may not be read on another
 //! core (outputs are written once and read by the host); an unbound
 //! instruction is on core 0 only when `lnc_size == 1`.
 
-use std::collections::BTreeSet;
+use std::collections::HashMap;
 
 use crate::ir::*;
 use crate::marks;
@@ -101,8 +105,16 @@ pub fn split(program: &Module) -> Result<Vec<Module>, SplitError> {
     let cores: Vec<u32> = func.insts.iter().map(core_of).collect::<Result<_, _>>()?;
     let owner = owners(program, func, &cores)?;
 
-    // Cross-core dependents of each instruction: the cores of its dependents elsewhere.
-    let mut dependents: Vec<Vec<u32>> = vec![Vec::new(); func.insts.len()];
+    // One walk in program order (verified: the arena is in block order): the
+    // cross-core dependents of each instruction, the consumer cores of each
+    // cross-core tensor, and the locations and queues each core touches.
+    let lnc_us = lnc as usize;
+    // (index << 32 | core) pairs, sorted into flat lists after the walk (no Vec per index).
+    let mut dependents: Vec<u64> = Vec::new();
+    let mut consumers: Vec<u64> = Vec::new();
+    let pair = |i: usize, c: u32| ((i as u64) << 32) | u64::from(c);
+    let mut touched: Vec<Vec<bool>> = vec![vec![false; program.memlocs.len()]; lnc_us];
+    let mut used_queues: Vec<Vec<bool>> = vec![vec![false; program.queues.len()]; lnc_us];
     for id in func.order() {
         let inst = &func.insts[id.index()];
         let here = cores[id.index()];
@@ -114,41 +126,62 @@ pub fn split(program: &Module) -> Result<Vec<Module>, SplitError> {
                     let loc = program.loc(r.loc).name.clone();
                     return Err(SplitError::OutputReadCrossCore { loc, producer: a, reader: here });
                 }
-                insert_sorted(&mut dependents[p.index()], here);
+                dependents.push(pair(p.index(), here));
+                consumers.push(pair(r.loc.index(), here));
             }
         }
         for d in &inst.deps {
             if cores[d.inst.index()] != here {
-                insert_sorted(&mut dependents[d.inst.index()], here);
+                dependents.push(pair(d.inst.index(), here));
             }
         }
-    }
-    // Cross-core tensors and the consumer cores of each.
-    let mut consumers: Vec<Vec<u32>> = vec![Vec::new(); program.memlocs.len()];
-    for id in func.order() {
-        let here = cores[id.index()];
-        for r in func.insts[id.index()].read_slice() {
-            if owner.get(r.loc.index()).copied().flatten().is_some_and(|(a, _)| a != here) {
-                insert_sorted(&mut consumers[r.loc.index()], here);
+        if let Some(t) = touched.get_mut(here as usize) {
+            for a in inst.read_slice().iter().chain(inst.write_ref()) {
+                if let Some(slot) = t.get_mut(a.loc.index()) {
+                    *slot = true;
+                }
+            }
+        }
+        if let Some(u) = used_queues.get_mut(here as usize) {
+            let sqi = match inst.op {
+                Op::SwitchQueueInstance { queue, .. } => Some(queue),
+                _ => None,
+            };
+            for q in inst.queue.into_iter().chain(sqi) {
+                if let Some(slot) = u.get_mut(q.index()) {
+                    *slot = true;
+                }
             }
         }
     }
     let names = program.memlocs.iter().map(|l| l.name.as_str()).collect();
-    // Barrier arrivals per core: one per instruction with cross-core dependents, on each participant.
-    let mut arrivals = vec![0usize; lnc as usize];
-    for (p, deps) in dependents.iter().enumerate() {
+    // Instructions per core: its own plus one barrier arrival per instruction with
+    // cross-core dependents it takes part in.
+    let mut per_core = vec![0usize; lnc_us];
+    let dependents = Lists::from_pairs(func.insts.len(), dependents);
+    let consumers = Lists::from_pairs(program.memlocs.len(), consumers);
+    for (p, &here) in cores.iter().enumerate() {
+        let deps = dependents.get(p);
+        if let Some(n) = per_core.get_mut(here as usize) {
+            *n += 1;
+        }
         if deps.is_empty() {
             continue;
         }
-        let here = cores[p];
         for &c in deps.iter().chain((!deps.contains(&here)).then_some(&here)) {
-            if let Some(n) = arrivals.get_mut(c as usize) {
+            if let Some(n) = per_core.get_mut(c as usize) {
                 *n += 1;
             }
         }
     }
-    let analysis = Analysis { cores, owner, consumers, dependents, names, arrivals };
-    (0..lnc).map(|c| CoreSplit::new(program, func, &analysis, c).build()).collect()
+    let analysis = Analysis { cores, owner, consumers, dependents, names };
+    // Each core's locations and queues, in core order (the first error is the lowest core's).
+    let mut outs = Vec::with_capacity(lnc_us);
+    for (c, (t, u)) in touched.iter().zip(&used_queues).enumerate() {
+        outs.push(CoreOut::new(program, func, &analysis, c as u32, t, u, per_core[c])?);
+    }
+    drop((touched, used_queues));
+    Ok(build(func, &analysis, outs))
 }
 
 /// Inserts `x` into the sorted, distinct `v` (a few cores: a linear insert).
@@ -181,16 +214,47 @@ struct Analysis<'p> {
     /// The owning core and writing instruction of every written location, by location index.
     owner: Vec<Option<(u32, InstId)>>,
     /// The consumer cores of every location, sorted (empty: not a cross-core tensor).
-    consumers: Vec<Vec<u32>>,
+    consumers: Lists,
     /// The cores that depend on each instruction from another core, sorted, by instruction index.
-    dependents: Vec<Vec<u32>>,
+    dependents: Lists,
     /// Every program location's name (a view's name must not be one of them; lookups only).
     names: NameSet<'p>,
-    /// Barrier arrivals per core (sizes each core's instruction arena up front).
-    arrivals: Vec<usize>,
 }
 
-/// A dense map from a program index to an id of this core's module, 4 bytes
+/// Sorted, distinct core lists by index, in one flat array: index `i`'s are
+/// `cores[start[i]..start[i + 1]]` (no Vec per index).
+struct Lists {
+    start: Vec<usize>,
+    cores: Vec<u32>,
+}
+
+impl Lists {
+    /// From `(index << 32) | core` pairs with indices below `n` (others are
+    /// dropped). O(p log p) for p pairs: one sort, one dedup, one count.
+    fn from_pairs(n: usize, mut pairs: Vec<u64>) -> Self {
+        pairs.sort_unstable();
+        pairs.dedup();
+        pairs.retain(|&k| ((k >> 32) as usize) < n);
+        let mut start = vec![0usize; n + 1];
+        for &k in &pairs {
+            start[(k >> 32) as usize + 1] += 1;
+        }
+        for i in 1..start.len() {
+            start[i] += start[i - 1];
+        }
+        Lists { start, cores: pairs.iter().map(|&k| k as u32).collect() }
+    }
+
+    /// Index `i`'s cores, ascending (empty past the end).
+    fn get(&self, i: usize) -> &[u32] {
+        match (self.start.get(i), self.start.get(i + 1)) {
+            (Some(&lo), Some(&hi)) => self.cores.get(lo..hi).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+}
+
+/// A dense map from a program index to an id of a core's module, 4 bytes
 /// a slot (stored as id + 1; 0 is "none", so the table starts as zeroed pages).
 struct Dense(Vec<u32>);
 
@@ -210,179 +274,52 @@ impl Dense {
     }
 }
 
-/// The state of building one core's module.
-struct CoreSplit<'a> {
-    program: &'a Module,
-    func: &'a Function,
-    a: &'a Analysis<'a>,
+/// One core's module while the program is walked: its locations and queues
+/// are fixed first ([`CoreOut::new`]), its instructions come from [`build`].
+struct CoreOut {
     core: u32,
     /// Program location (by index) -> this core's location.
     locs: Dense,
+    /// Program queue (by index) -> this core's queue (the queues this core uses).
+    queues: Vec<Option<QueueId>>,
+    /// This core's next barrier slot id.
+    slot: u32,
+    f: Function,
     m: Module,
 }
 
-impl<'a> CoreSplit<'a> {
-    fn new(program: &'a Module, func: &'a Function, a: &'a Analysis<'a>, core: u32) -> Self {
-        let m = Module {
+impl CoreOut {
+    /// Core `core`'s locations (in program order: what its instructions touch,
+    /// cross-core tensors as shared locations or remote views), its queues and
+    /// its function's arena sized for `insts` instructions. O(L + Q + B).
+    fn new(
+        program: &Module,
+        func: &Function,
+        a: &Analysis<'_>,
+        core: u32,
+        touched: &[bool],
+        used_queues: &[bool],
+        insts: usize,
+    ) -> Result<Self, SplitError> {
+        let mut m = Module {
             name: program.name.clone(),
             attrs: ModuleAttrs { lnc_size: program.attrs.lnc_size, neuron_core_id: Some(core) },
             ..Module::default()
         };
-        CoreSplit { program, func, a, core, locs: Dense::new(program.memlocs.len()), m }
-    }
-
-    fn build(mut self) -> Result<Module, SplitError> {
-        self.locations()?;
-        self.queues();
-        let mut f = Function { name: self.func.name.clone(), ..Function::default() };
-        // This core's instructions plus its barrier arrivals, counted first so
-        // the arena is allocated once (no regrowth copies of a large Vec).
-        let mine = self.a.cores.iter().filter(|&&c| c == self.core).count();
-        f.insts.reserve_exact(mine + self.a.arrivals.get(self.core as usize).copied().unwrap_or(0));
-        f.blocks.reserve(self.func.blocks.len());
-        f.args = self.func.args.iter().filter_map(|a| self.locs.get(a.index()).map(MemLocId)).collect();
-        // Program inst -> this core's inst; producer -> this core's barrier arrival (by program index).
-        let mut insts = Dense::new(self.func.insts.len());
-        let mut arrival = Dense::new(self.func.insts.len());
-        let mut group = 0u32;
-        let mut slot = 0u32;
-        for b in &self.func.blocks {
-            let block = BlockId::from_index(f.blocks.len());
-            let here_count = b.insts.iter().filter(|p| self.a.cores[p.index()] == self.core).count()
-                + b.insts.iter().filter(|p| self.arrives(p.index())).count();
-            f.blocks.push(Block { name: b.name.clone(), insts: Vec::with_capacity(here_count) });
-            for &pid in &b.insts {
-                let pinst = &self.func.insts[pid.index()];
-                let here = self.a.cores[pid.index()];
-                if here == self.core {
-                    let inst = self.clone_inst(pinst, &insts, &arrival);
-                    insts.set(pid.index(), f.push_inst(block, inst).0);
-                }
-                let deps = &self.a.dependents[pid.index()];
-                if !deps.is_empty() {
-                    if here == self.core || deps.binary_search(&self.core).is_ok() {
-                        let mut participants = Vec::with_capacity(deps.len() + 1);
-                        participants.extend_from_slice(deps);
-                        insert_sorted(&mut participants, here);
-                        let mut cb = Inst::new(
-                            format!("cb{group}"),
-                            Engine::Sp,
-                            Op::CoreBarrier(CoreBarrier { group, participants, id: slot, flagged: true }),
-                        );
-                        cb.core = Some(self.core);
-                        if let Some(mine) = insts.get(pid.index()) {
-                            cb.deps.push(Dep { inst: InstId(mine), kind: EdgeKind::Control });
-                        }
-                        slot += 1;
-                        arrival.set(pid.index(), f.push_inst(block, cb).0);
-                    }
-                    group += 1;
-                }
-            }
-        }
-        self.m.functions.push(f);
-        Ok(self.m)
-    }
-
-    /// Whether this core has a barrier arrival at program instruction `p`:
-    /// `p` has cross-core dependents and this core is `p`'s or one of them.
-    fn arrives(&self, p: usize) -> bool {
-        self.a.dependents.get(p).is_some_and(|d| {
-            !d.is_empty() && (self.a.cores.get(p) == Some(&self.core) || d.binary_search(&self.core).is_ok())
-        })
-    }
-
-    /// This core's copy of `pinst`: locations remapped, same-core deps kept,
-    /// a control dep on this core's barrier arrival for every cross-core producer.
-    fn clone_inst(&self, pinst: &Inst, insts: &Dense, arrival: &Dense) -> Inst {
-        // Every location this core's instructions touch was mapped by `locations`.
-        let map = |a: &AccessPattern| AccessPattern { loc: self.locs.get(a.loc.index()).map_or(a.loc, MemLocId), ..*a };
-        let op = match &pinst.op {
-            Op::DmaCopy { src, dst } => Op::DmaCopy { src: map(src), dst: map(dst) },
-            Op::Compute { kind, srcs, dst } => {
-                Op::Compute { kind: *kind, srcs: srcs.iter().map(map).collect(), dst: map(dst) }
-            }
-            Op::SwitchQueueInstance { queue, instance } => {
-                Op::SwitchQueueInstance { queue: self.queue(*queue), instance: *instance }
-            }
-            other => other.clone(),
-        };
-        let mut deps = Vec::new();
-        for d in &pinst.deps {
-            if let Some(mine) = insts.get(d.inst.index()) {
-                deps.push(Dep { inst: InstId(mine), kind: d.kind });
-            }
-        }
-        // Cross-core producers this instruction depends on, by data or by edge.
-        let producers = pinst
-            .read_slice()
-            .iter()
-            .filter_map(|r| self.a.owner[r.loc.index()].map(|(_, w)| w))
-            .chain(pinst.deps.iter().map(|d| d.inst))
-            .filter(|p| self.a.cores[p.index()] != self.core);
-        for p in producers {
-            if let Some(cb) = arrival.get(p.index()) {
-                deps.push(Dep { inst: InstId(cb), kind: EdgeKind::Control });
-            }
-        }
-        deps.sort();
-        deps.dedup();
-        Inst {
-            name: pinst.name.clone(),
-            op,
-            engine: pinst.engine,
-            core: Some(self.core),
-            queue: pinst.queue.map(|q| self.queue(q)),
-            collective: pinst.collective,
-            deps,
-        }
-    }
-
-    fn queue(&self, q: QueueId) -> QueueId {
-        let name = &self.program.queues[q.index()].name;
-        self.m.queue_by_name(name).unwrap_or(q)
-    }
-
-    fn queues(&mut self) {
-        let used: BTreeSet<QueueId> = self
-            .func
-            .insts
-            .iter()
-            .zip(&self.a.cores)
-            .filter(|&(_, &c)| c == self.core)
-            .flat_map(|(i, _)| {
-                let sqi = match i.op {
-                    Op::SwitchQueueInstance { queue, .. } => Some(queue),
-                    _ => None,
-                };
-                i.queue.into_iter().chain(sqi)
-            })
-            .collect();
-        self.m.queues = used.iter().map(|q| self.program.queues[q.index()].clone()).collect();
-    }
-
-    /// This core's locations, in program order: what its instructions touch,
-    /// with cross-core tensors as shared locations or remote views.
-    fn locations(&mut self) -> Result<(), SplitError> {
-        let mut touched = vec![false; self.program.memlocs.len()];
-        for (inst, &c) in self.func.insts.iter().zip(&self.a.cores) {
-            if c == self.core {
-                inst.read_slice().iter().chain(inst.write_ref()).for_each(|a| touched[a.loc.index()] = true);
-            }
-        }
-        self.m.memlocs.reserve_exact(touched.iter().filter(|&&t| t).count());
-        for (i, l) in self.program.memlocs.iter().enumerate() {
-            if !touched[i] {
+        let mut locs = Dense::new(program.memlocs.len());
+        m.memlocs.reserve_exact(touched.iter().filter(|&&t| t).count());
+        for (i, l) in program.memlocs.iter().enumerate() {
+            if !touched.get(i).copied().unwrap_or(false) {
                 continue;
             }
-            let cross = Some(&self.a.consumers[i]).filter(|c| !c.is_empty());
+            let cross = Some(a.consumers.get(i)).filter(|c| !c.is_empty());
             let mut loc = l.clone();
             loc.aliases.clear();
-            match (cross, self.a.owner[i]) {
-                (Some(_), Some((w, _))) if w == self.core => loc.usage = Usage::Shared,
-                (Some(cons), Some((w, _))) if cons.contains(&self.core) => {
-                    loc.name = view_name(&l.name, self.core);
-                    if self.a.names.contains(loc.name.as_str()) {
+            match (cross, a.owner[i]) {
+                (Some(_), Some((w, _))) if w == core => loc.usage = Usage::Shared,
+                (Some(cons), Some((w, _))) if cons.contains(&core) => {
+                    loc.name = view_name(&l.name, core);
+                    if a.names.contains(loc.name.as_str()) {
                         return Err(SplitError::NameCollision(loc.name));
                     }
                     loc.usage = Usage::Shared;
@@ -394,14 +331,171 @@ impl<'a> CoreSplit<'a> {
                 }
                 _ => {}
             }
-            self.locs.set(i, self.m.add_loc(loc).0);
+            locs.set(i, m.add_loc(loc).0);
         }
-        for s in &self.program.sets {
-            let locs: Vec<MemLocId> = s.locs.iter().filter_map(|l| self.locs.get(l.index()).map(MemLocId)).collect();
-            if !locs.is_empty() {
-                self.m.sets.push(MemoryLocationSet { name: s.name.clone(), locs });
+        for s in &program.sets {
+            let ls: Vec<MemLocId> = s.locs.iter().filter_map(|l| locs.get(l.index()).map(MemLocId)).collect();
+            if !ls.is_empty() {
+                m.sets.push(MemoryLocationSet { name: s.name.clone(), locs: ls });
             }
         }
-        Ok(())
+        m.queues = program.queues.iter().zip(used_queues).filter(|&(_, &u)| u).map(|(q, _)| q.clone()).collect();
+        // `queue_by_name` on this core's queues (the first of a name), looked up by hash.
+        let mut first: HashMap<&str, QueueId> = HashMap::with_capacity(m.queues.len());
+        for (i, q) in m.queues.iter().enumerate() {
+            first.entry(q.name.as_str()).or_insert(QueueId::from_index(i));
+        }
+        let queues = program.queues.iter().map(|q| first.get(q.name.as_str()).copied()).collect();
+        let mut f = Function { name: func.name.clone(), ..Function::default() };
+        f.insts.reserve_exact(insts);
+        f.blocks.reserve(func.blocks.len());
+        f.args = func.args.iter().filter_map(|a| locs.get(a.index()).map(MemLocId)).collect();
+        Ok(CoreOut { core, locs, queues, slot: 0, f, m })
+    }
+
+    fn queue(&self, q: QueueId) -> QueueId {
+        self.queues.get(q.index()).copied().flatten().unwrap_or(q)
+    }
+}
+
+/// Fills every core's function in one walk of the program in block order:
+/// each instruction goes to its core, each barrier arrival to every
+/// participant, so the program's arena is read once, front to back (not once
+/// per core). O(N + D + P) for N instructions, D deps and P arrivals.
+fn build(func: &Function, a: &Analysis<'_>, mut outs: Vec<CoreOut>) -> Vec<Module> {
+    let n = func.insts.len();
+    // Program instruction -> its id in its own core's function.
+    let mut local = Dense::new(n);
+    // Producer -> index in `arr` of its first participant's arrival; the arrivals of
+    // one producer are consecutive, participants in ascending core order.
+    let mut arr_start = Dense::new(n);
+    let mut arr: Vec<u32> = Vec::new();
+    let mut counts = vec![0usize; outs.len()];
+    let mut participants: Vec<u32> = Vec::new();
+    let mut group = 0u32;
+    for b in &func.blocks {
+        counts.iter_mut().for_each(|c| *c = 0);
+        for &p in &b.insts {
+            if let Some(c) = counts.get_mut(a.cores[p.index()] as usize) {
+                *c += 1;
+            }
+            for &d in a.dependents.get(p.index()) {
+                if let Some(c) = counts.get_mut(d as usize) {
+                    *c += 1;
+                }
+            }
+            if !a.dependents.get(p.index()).is_empty()
+                && let Some(c) = counts.get_mut(a.cores[p.index()] as usize)
+            {
+                *c += 1;
+            }
+        }
+        let block = BlockId::from_index(outs.first().map_or(0, |o| o.f.blocks.len()));
+        for (o, &c) in outs.iter_mut().zip(&counts) {
+            o.f.blocks.push(Block { name: b.name.clone(), insts: Vec::with_capacity(c) });
+        }
+        for &pid in &b.insts {
+            let here = a.cores[pid.index()];
+            if let Some(o) = outs.get(here as usize) {
+                let inst = clone_inst(o, &func.insts[pid.index()], a, &local, &arr_start, &arr);
+                let id = outs[here as usize].f.push_inst(block, inst);
+                local.set(pid.index(), id.0);
+            }
+            let deps = a.dependents.get(pid.index());
+            if deps.is_empty() {
+                continue;
+            }
+            participants.clear();
+            participants.extend_from_slice(deps);
+            insert_sorted(&mut participants, here);
+            arr_start.set(pid.index(), u32::try_from(arr.len()).unwrap_or(u32::MAX));
+            for &c in &participants {
+                let Some(o) = outs.get_mut(c as usize) else {
+                    arr.push(u32::MAX);
+                    continue;
+                };
+                let op = Op::CoreBarrier(CoreBarrier {
+                    group,
+                    participants: participants.clone(),
+                    id: o.slot,
+                    flagged: true,
+                });
+                let mut cb = Inst::new(format!("cb{group}"), Engine::Sp, op);
+                cb.core = Some(c);
+                if c == here
+                    && let Some(mine) = local.get(pid.index())
+                {
+                    cb.deps.push(Dep { inst: InstId(mine), kind: EdgeKind::Control });
+                }
+                o.slot += 1;
+                arr.push(o.f.push_inst(block, cb).0);
+            }
+            group += 1;
+        }
+    }
+    outs.into_iter()
+        .map(|o| {
+            let mut m = o.m;
+            m.functions.push(o.f);
+            m
+        })
+        .collect()
+}
+
+/// Core `o.core`'s arrival at producer `p`'s barrier, if it was pushed already.
+fn arrival_of(a: &Analysis<'_>, arr_start: &Dense, arr: &[u32], p: usize, core: u32) -> Option<u32> {
+    let start = arr_start.get(p)? as usize;
+    let deps = a.dependents.get(p);
+    deps.binary_search(&core).ok()?;
+    let at = deps.partition_point(|&d| d < core) + usize::from(a.cores[p] < core);
+    arr.get(start + at).copied().filter(|&id| id != u32::MAX)
+}
+
+/// Core `o.core`'s copy of `pinst`: locations remapped, same-core deps kept,
+/// a control dep on this core's barrier arrival for every cross-core producer.
+fn clone_inst(o: &CoreOut, pinst: &Inst, a: &Analysis<'_>, local: &Dense, arr_start: &Dense, arr: &[u32]) -> Inst {
+    let core = o.core;
+    // Every location this core's instructions touch was mapped by `CoreOut::new`.
+    let map = |ap: &AccessPattern| AccessPattern { loc: o.locs.get(ap.loc.index()).map_or(ap.loc, MemLocId), ..*ap };
+    let op = match &pinst.op {
+        Op::DmaCopy { src, dst } => Op::DmaCopy { src: map(src), dst: map(dst) },
+        Op::Compute { kind, srcs, dst } => {
+            Op::Compute { kind: *kind, srcs: srcs.iter().map(map).collect(), dst: map(dst) }
+        }
+        Op::SwitchQueueInstance { queue, instance } => {
+            Op::SwitchQueueInstance { queue: o.queue(*queue), instance: *instance }
+        }
+        other => other.clone(),
+    };
+    let mut deps = Vec::new();
+    for d in &pinst.deps {
+        if a.cores[d.inst.index()] == core
+            && let Some(mine) = local.get(d.inst.index())
+        {
+            deps.push(Dep { inst: InstId(mine), kind: d.kind });
+        }
+    }
+    // Cross-core producers this instruction depends on, by data or by edge.
+    let producers = pinst
+        .read_slice()
+        .iter()
+        .filter_map(|r| a.owner[r.loc.index()].map(|(_, w)| w))
+        .chain(pinst.deps.iter().map(|d| d.inst))
+        .filter(|p| a.cores[p.index()] != core);
+    for p in producers {
+        if let Some(cb) = arrival_of(a, arr_start, arr, p.index(), core) {
+            deps.push(Dep { inst: InstId(cb), kind: EdgeKind::Control });
+        }
+    }
+    deps.sort();
+    deps.dedup();
+    Inst {
+        name: pinst.name.clone(),
+        op,
+        engine: pinst.engine,
+        core: Some(core),
+        queue: pinst.queue.map(|q| o.queue(q)),
+        collective: pinst.collective,
+        deps,
     }
 }
