@@ -106,6 +106,7 @@ fn auto_sized_cc_region_holds_exactly_the_collective_operands() {
 
 #[test]
 fn out_of_space_is_a_typed_error_naming_the_location() {
+    let rec = Recorder::start();
     let p = Problem {
         locations: vec![Location::new("big", 8192, 4096, iv(0, 3)), Location::new("huge", 16384, 4096, iv(0, 3))],
         cc_operands: vec![],
@@ -113,6 +114,8 @@ fn out_of_space_is_a_typed_error_naming_the_location() {
     let e = allocate(&p, &small_dram(20480, 0)).expect_err("does not fit");
     assert_eq!(e, AllocError::OutOfSpace { name: "big".into(), size: 8192, largest_gap: 4096 });
     assert!(e.to_string().contains("`big` needs 8192 bytes, the largest free gap is 4096"));
+    // No CC region (0 MiB): a node that does not fit has nowhere to be retried.
+    assert_eq!(rec.hits("dram.cc_region_retry"), 0);
 }
 
 #[test]
