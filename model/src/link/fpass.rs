@@ -247,3 +247,67 @@ fn insert_canonical(f: &mut Function, inserts: &[(usize, usize, QueueId, u32)], 
         start += len;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A DMA named `name` on queue `q`, depending (data) on `deps`.
+    fn dma(name: &str, q: u32, deps: &[u32]) -> Inst {
+        let ap = AccessPattern { loc: MemLocId(0), offset: 0, len: 1 };
+        let mut i = Inst::new(name, Engine::Sp, Op::DmaCopy { src: ap, dst: ap });
+        i.queue = Some(QueueId(q));
+        i.deps = deps.iter().map(|&d| Dep { inst: InstId(d), kind: EdgeKind::Data }).collect();
+        i
+    }
+
+    /// A switch named `name` on queue `q`.
+    fn sqi(name: &str, q: u32) -> Inst {
+        Inst::new(name, Engine::Sp, Op::SwitchQueueInstance { queue: QueueId(q), instance: 1 })
+    }
+
+    /// Two blocks, three queues; every instruction depends on the one before.
+    fn function() -> Function {
+        let mut f = Function::new("f");
+        f.blocks.push(Block { name: "b1".into(), insts: Vec::new() });
+        let plan = [(0, 0), (0, 1), (0, 0), (1, 2), (1, 1), (1, 2)];
+        for (k, &(b, q)) in plan.iter().enumerate() {
+            let deps: Vec<u32> = (0..k as u32).rev().take(2).collect();
+            f.push_inst(BlockId(b), dma(&format!("d{k}"), q, &deps));
+        }
+        assert!(f.is_canonical());
+        f
+    }
+
+    #[test]
+    fn inserting_into_the_block_ordered_arena_equals_inserting_one_by_one_then_canonicalizing() {
+        // First DMA of each queue: queue 0 at (0, 0), queue 1 at (0, 1), queue 2 at (1, 0).
+        let inserts = [(0, 0, QueueId(0), 1), (0, 1, QueueId(1), 1), (1, 0, QueueId(2), 1)];
+        let sqis = || vec![sqi("s0", 0), sqi("s1", 1), sqi("s2", 2)];
+        let mut fast = function();
+        insert_canonical(&mut fast, &inserts, sqis());
+        let mut slow = function();
+        for (&(bi, pos, _, _), s) in inserts.iter().zip(sqis()).rev() {
+            let sid = InstId::from_index(slow.insts.len());
+            slow.insts.push(s);
+            let dma = slow.blocks[bi].insts[pos];
+            slow.blocks[bi].insts.insert(pos, sid);
+            add_barrier(&mut slow, &[sid], &[dma], EdgeKind::Control).expect("the switch precedes its DMA");
+        }
+        slow.canonicalize();
+        assert_eq!(fast, slow);
+        // The layout itself: each switch right before its DMA, the DMA's last edge on it.
+        let names: Vec<&str> = fast.order().map(|id| fast.insts[id.index()].name.as_str()).collect();
+        assert_eq!(names, ["s0", "d0", "s1", "d1", "d2", "s2", "d3", "d4", "d5"]);
+        assert!(fast.is_canonical());
+        assert_eq!(fast.insts[3].deps.last(), Some(&Dep { inst: InstId(2), kind: EdgeKind::Control }));
+        assert_eq!(
+            fast.insts[6].deps,
+            [
+                Dep { inst: InstId(4), kind: EdgeKind::Data },
+                Dep { inst: InstId(3), kind: EdgeKind::Data },
+                Dep { inst: InstId(5), kind: EdgeKind::Control }
+            ]
+        );
+    }
+}
