@@ -15,5 +15,5 @@ mod verify;
 pub use module::*;
 pub use parse::{ParseError, SourceMap, parse, parse_with_map};
 pub use print::{engine_word, is_bare_name, mem_word, name as quote_name, print, usage_word};
-pub use verified::{Verified, VerifiedModules, trusting};
+pub use verified::{Verified, VerifiedModules};
 pub use verify::{VerifyError, VerifyErrors};

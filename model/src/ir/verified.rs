@@ -4,16 +4,13 @@
 //! successful verify and hold a shared borrow, so the module cannot be
 //! mutated, moved or dropped while the proof lives.
 //!
-//! Stages whose signature takes plain modules (the linker, the link checker)
-//! learn of a proof through [`trusting`]: inside it, [`Module::verify_unless_trusted`]
-//! skips a module that is one of the proven ones (the same address, borrowed
-//! for the whole call, hence the same unchanged module) and verifies any other.
+//! A stage that can skip the verify takes the proof as an argument (for
+//! example `link::link_verified`, `link::check_linked_verified`): no hidden
+//! state, and a module without a proof is verified as before.
 //!
 //! Cost: making a proof is one `verify` (O(n log n) in names and
-//! instructions); [`Module::verify_unless_trusted`] is O(t) for t trusted
-//! slices (one or two in the flow) before it verifies or skips.
+//! instructions); holding or passing one costs nothing.
 
-use std::cell::RefCell;
 use std::ops::Deref;
 
 use super::module::Module;
@@ -79,48 +76,6 @@ impl Module {
     pub fn verified(&self) -> Result<Verified<'_>, VerifyErrors> {
         self.verify().map(|()| Verified(self))
     }
-
-    /// [`Module::verify`], skipped (Ok) when this very module is proven
-    /// verified by an enclosing [`trusting`] call.
-    pub fn verify_unless_trusted(&self) -> Result<(), VerifyErrors> {
-        let addr = self as *const Module as usize;
-        let trusted = TRUSTED.with(|t| t.borrow().iter().any(|&(start, len)| within(addr, start, len)));
-        if trusted { Ok(()) } else { self.verify() }
-    }
-}
-
-/// True when `addr` is the address of one of the `len` modules from `start`.
-fn within(addr: usize, start: usize, len: usize) -> bool {
-    let size = std::mem::size_of::<Module>().max(1);
-    addr >= start && (addr - start).is_multiple_of(size) && (addr - start) / size < len
-}
-
-thread_local! {
-    /// The proven slices of the enclosing [`trusting`] calls: (address of the first module, count).
-    static TRUSTED: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Restores the trusted list on the way out of [`trusting`], panics included.
-struct Untrust(usize);
-
-impl Drop for Untrust {
-    fn drop(&mut self) {
-        TRUSTED.with(|t| t.borrow_mut().truncate(self.0));
-    }
-}
-
-/// Runs `f` with `proof`'s modules trusted by [`Module::verify_unless_trusted`].
-///
-/// The proof's borrow outlives `f`, so every trusted module stays exactly as
-/// verified throughout; the trust ends when `trusting` returns.
-pub fn trusting<R>(proof: VerifiedModules<'_>, f: impl FnOnce() -> R) -> R {
-    let depth = TRUSTED.with(|t| {
-        let mut t = t.borrow_mut();
-        t.push((proof.0.as_ptr() as usize, proof.0.len()));
-        t.len() - 1
-    });
-    let _restore = Untrust(depth);
-    f()
 }
 
 #[cfg(test)]
@@ -160,42 +115,5 @@ mod tests {
         let (i, errs) = VerifiedModules::new(&mods).expect_err("module 1 is invalid");
         assert_eq!(i, 1);
         assert_eq!(errs, mods[1].verify().expect_err("invalid"));
-    }
-
-    #[test]
-    fn trust_covers_exactly_the_proven_modules_and_ends_with_the_call() {
-        let good = vec![valid(), valid()];
-        let bad = invalid();
-        let proof = VerifiedModules::new(&good).expect("valid");
-        trusting(proof, || {
-            assert_eq!(good[0].verify_unless_trusted(), Ok(()));
-            assert_eq!(good[1].verify_unless_trusted(), Ok(()));
-            // Not proven: verified, and refused.
-            assert!(bad.verify_unless_trusted().is_err());
-        });
-        // A copy of a proven module is another module: verified as any other.
-        let mut copy = good[0].clone();
-        copy.functions[0].insts[0] = bad.functions[0].insts[0].clone();
-        trusting(proof, || assert!(copy.verify_unless_trusted().is_err()));
-        assert_eq!(TRUSTED.with(|t| t.borrow().len()), 0);
-    }
-
-    #[test]
-    fn trust_ends_even_when_the_call_panics() {
-        let good = vec![valid()];
-        let proof = VerifiedModules::new(&good).expect("valid");
-        let r = std::panic::catch_unwind(|| trusting(proof, || panic!("inside")));
-        assert!(r.is_err());
-        assert_eq!(TRUSTED.with(|t| t.borrow().len()), 0);
-    }
-
-    #[test]
-    fn an_address_inside_a_module_is_not_a_module() {
-        let size = std::mem::size_of::<Module>();
-        assert!(within(1000, 1000, 1));
-        assert!(within(1000 + size, 1000, 2));
-        assert!(!within(1000 + size, 1000, 1));
-        assert!(!within(1000 + 8, 1000, 2));
-        assert!(!within(999, 1000, 2));
     }
 }

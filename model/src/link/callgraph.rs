@@ -130,10 +130,14 @@ pub fn copy_instrs_2_bb(
         inst_dm[old.index()] = InstId::from_index(first + k);
     }
     dst.blocks.clear();
-    dst.insts.reserve(src.insts.len());
-    for b in &src.blocks {
+    // Room for what the function passes append (completion barrier, return,
+    // one switch per queue), so the arena is never regrown by a doubling copy.
+    let extra = 2 + queue_map.len();
+    dst.insts.reserve(src.insts.len().saturating_add(extra));
+    for (bi, b) in src.blocks.iter().enumerate() {
         let block = BlockId::from_index(dst.blocks.len());
-        dst.blocks.push(Block { name: b.name.clone(), insts: Vec::with_capacity(b.insts.len()) });
+        let room = if bi + 1 == src.blocks.len() { b.insts.len().saturating_add(extra) } else { b.insts.len() };
+        dst.blocks.push(Block { name: b.name.clone(), insts: Vec::with_capacity(room) });
         for &old in &b.insts {
             let o = &src.insts[old.index()];
             let op = match &o.op {

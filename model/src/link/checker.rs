@@ -194,6 +194,17 @@ struct Ck<'a> {
 
 /// Checks `linked` against the `inputs` it was linked from; returns every violation (empty: pass).
 pub fn check_link(inputs: &[Module], linked: &Module) -> Vec<LinkViolation> {
+    check(inputs, linked, false)
+}
+
+/// [`check_link`] on a linked module `linked` proves valid IR: the IR
+/// verifier's verdict (IR code, no linker code) is taken, not recomputed.
+pub fn check_link_verified(inputs: &[Module], linked: Verified<'_>) -> Vec<LinkViolation> {
+    check(inputs, linked.module(), true)
+}
+
+/// [`check_link`]; `proven`: `linked` passed `Module::verify` (a [`Verified`] proof).
+fn check(inputs: &[Module], linked: &Module, proven: bool) -> Vec<LinkViolation> {
     let mut by_core: BTreeMap<u32, &Module> = BTreeMap::new();
     for m in inputs {
         by_core.insert(m.attrs.neuron_core_id.unwrap_or(0), m);
@@ -241,8 +252,8 @@ pub fn check_link(inputs: &[Module], linked: &Module) -> Vec<LinkViolation> {
         }
     }
     // Valid IR is judged by the IR's own verifier, no linker code. A module the
-    // caller already proved valid (`ir::trusting`) keeps that verdict; any other is verified here.
-    if let Err(e) = linked.verify_unless_trusted() {
+    // caller proved valid (a `Verified` proof) keeps that verdict; any other is verified here.
+    if !proven && let Err(e) = linked.verify() {
         for e in e.0 {
             ck.bad(ViolationKind::Invalid, e.to_string());
         }
@@ -271,9 +282,22 @@ pub fn check_link(inputs: &[Module], linked: &Module) -> Vec<LinkViolation> {
 
 /// [`check_link`] on `linked.module`, plus [`check_tensor_map`] on its tensor map.
 pub fn check_linked(inputs: &[Module], linked: &crate::link::Linked) -> Vec<LinkViolation> {
-    let mut v = check_link(inputs, &linked.module);
+    with_tensor_map(check_link(inputs, &linked.module), &linked.module, &linked.tensor_map)
+}
+
+/// [`check_linked`] on the linked `module` (proven valid IR) and its `tensor_map`.
+pub fn check_linked_verified(
+    inputs: &[Module],
+    module: Verified<'_>,
+    tensor_map: &crate::link::TensorMap,
+) -> Vec<LinkViolation> {
+    with_tensor_map(check_link_verified(inputs, module), module.module(), tensor_map)
+}
+
+/// `v` plus [`check_tensor_map`]'s findings, unless `v` holds a dangling index.
+fn with_tensor_map(mut v: Vec<LinkViolation>, m: &Module, map: &crate::link::TensorMap) -> Vec<LinkViolation> {
     if !v.iter().any(|x| x.kind == ViolationKind::Index) {
-        v.extend(check_tensor_map(&linked.module, &linked.tensor_map));
+        v.extend(check_tensor_map(m, map));
     }
     v
 }

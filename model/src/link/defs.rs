@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
 
 use super::LinkError;
-use crate::ir::{Module, Op};
+use crate::ir::{Module, Op, VerifiedModules};
 use crate::marks;
 use crate::namehash::NameHasher;
 use crate::split::artifact_dir;
@@ -53,6 +53,16 @@ pub fn get_sg_dir_name_for_def(def: &ModuleDef) -> String {
 /// Per-definition prep: every module is valid IR, has a NeuronCoreId and
 /// exactly one function without calls or returns (the linker inserts those).
 pub fn run_module_def_passes(modules: &[Module]) -> Result<(), LinkError> {
+    def_passes(modules, true)
+}
+
+/// [`run_module_def_passes`] on modules `proof` shows valid: the IR verify is not repeated.
+pub fn run_verified_def_passes(proof: VerifiedModules<'_>) -> Result<(), LinkError> {
+    def_passes(proof.modules(), false)
+}
+
+/// The def passes; `verify`: run the IR verifier on each module (false only behind a proof).
+fn def_passes(modules: &[Module], verify: bool) -> Result<(), LinkError> {
     if modules.is_empty() {
         return Err(LinkError::NoModules);
     }
@@ -61,7 +71,9 @@ pub fn run_module_def_passes(modules: &[Module]) -> Result<(), LinkError> {
         let Some(core) = m.attrs.neuron_core_id else {
             return Err(not("it has no NeuronCoreId (link split modules, not a program)".into()));
         };
-        m.verify_unless_trusted().map_err(|err| LinkError::Invalid { core, err })?;
+        if verify {
+            m.verify().map_err(|err| LinkError::Invalid { core, err })?;
+        }
         let [f] = m.functions.as_slice() else {
             return Err(not(format!("it has {} functions, expected 1", m.functions.len())));
         };

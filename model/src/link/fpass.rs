@@ -20,7 +20,8 @@
 //! and that DMA gets a control dependency on it. Skipped when the function
 //! already switches that queue before its first use (the program chose), or
 //! when the core's module declares no instance. The DMA's edge on the switch
-//! is wired by `addBarrier`.
+//! is the edge `addBarrier` would add (the switch is before the DMA by
+//! construction), appended to the DMA's edges.
 //!
 //! **No `checkInsertionPointValid`** (deviation, seed §5a, issue 12 §1). The
 //! seed validates each insertion point against the block. Here every point is
@@ -34,8 +35,11 @@
 //! barrier) is asserted by the test
 //! `switch_queue_instances_precede_their_dma_and_the_completion_barrier`.
 //!
-//! Cost: O(n) per core function, plus O(n) per inserted switch (one per
-//! queue the core drives).
+//! Cost: O(n + e log s) per core function for n instructions, e edges and
+//! s inserted switches (one per queue the core drives): the switches go in
+//! by one move of the arena already in block order ([`insert_canonical`]);
+//! a function not in block order (none the linker builds) falls back to
+//! O(n) per switch.
 
 use std::collections::BTreeSet;
 
@@ -161,22 +165,149 @@ pub fn fpass_insert_switch_queue_instances(l: &mut BirLinker<'_>) -> Result<(), 
                 inserts.push((bi, pos, q, instance));
             }
         }
-        let mut taken = if inserts.is_empty() { BTreeSet::new() } else { inserted_like_names(f) };
-        // Insert back to front so earlier positions stay valid.
-        for &(bi, pos, q, instance) in inserts.iter().rev() {
+        if inserts.is_empty() {
+            f.canonicalize();
+            continue;
+        }
+        let mut taken = inserted_like_names(f);
+        // Named back to front (the order the names are taken in is part of the output).
+        let mut sqis: Vec<Inst> = Vec::with_capacity(inserts.len());
+        for &(_, _, q, instance) in inserts.iter().rev() {
             let queue = &l.main.queues[q.index()];
             let name = fresh_inst_name(&mut taken, format!("{SQI_PREFIX}{}-{call}", queue.name));
             let mut sqi = Inst::new(name, queue.owner, Op::SwitchQueueInstance { queue: q, instance });
             sqi.core = Some(def.core);
+            sqis.push(sqi);
+            l.report.sqi_inserted += 1;
+            marks::hit("link.sqi.inserted");
+        }
+        sqis.reverse();
+        if f.is_canonical() {
+            insert_canonical(f, &inserts, sqis);
+            continue;
+        }
+        // Insert back to front so earlier positions stay valid.
+        for (&(bi, pos, _, _), sqi) in inserts.iter().zip(sqis).rev() {
             let sid = InstId::from_index(f.insts.len());
             f.insts.push(sqi);
             let dma = f.blocks[bi].insts[pos];
             f.blocks[bi].insts.insert(pos, sid);
             add_barrier(f, &[sid], &[dma], EdgeKind::Control)?;
-            l.report.sqi_inserted += 1;
-            marks::hit("link.sqi.inserted");
         }
         f.canonicalize();
     }
     Ok(())
+}
+
+/// Inserts `sqis[j]` before the DMA at `inserts[j]` (block, position; in
+/// block order) of the canonical `f`, each DMA depending (control) on its
+/// switch: the arena `canonicalize` would give after inserting one by one
+/// (the same instructions, ids and edge order), built in one move of the
+/// arena with no per-instruction table. Cost: O(n + e log s) for n
+/// instructions, e edges and s switches.
+fn insert_canonical(f: &mut Function, inserts: &[(usize, usize, QueueId, u32)], sqis: Vec<Inst>) {
+    let n = f.insts.len();
+    // Canonical: block `b` holds the arena indices `first[b]..first[b] + len`.
+    let mut first = Vec::with_capacity(f.blocks.len());
+    let mut acc = 0usize;
+    for b in &f.blocks {
+        first.push(acc);
+        acc += b.insts.len();
+    }
+    // The DMAs' old indices, ascending (`inserts` is in block order).
+    let at: Vec<usize> = inserts.iter().map(|&(bi, pos, _, _)| first[bi] + pos).collect();
+    // Old index -> new: shifted by the switches inserted at or before it.
+    let shift = |j: usize| j + at.partition_point(|&a| a <= j);
+    let old = std::mem::take(&mut f.insts);
+    let mut insts = Vec::with_capacity(n + sqis.len());
+    let mut next = at.iter().copied().zip(sqis).peekable();
+    for (j, mut inst) in old.into_iter().enumerate() {
+        // A dangling edge is dropped, as `canonicalize` drops it.
+        inst.deps.retain_mut(|d| {
+            let keep = d.inst.index() < n;
+            if keep {
+                d.inst = InstId::from_index(shift(d.inst.index()));
+            }
+            keep
+        });
+        if let Some((_, sqi)) = next.next_if(|&(a, _)| a == j) {
+            let sid = InstId::from_index(insts.len());
+            insts.push(sqi);
+            inst.deps.push(Dep { inst: sid, kind: EdgeKind::Control });
+        }
+        insts.push(inst);
+    }
+    f.insts = insts;
+    let mut start = 0usize;
+    for (bi, b) in f.blocks.iter_mut().enumerate() {
+        let added = inserts.iter().filter(|e| e.0 == bi).count();
+        let len = b.insts.len() + added;
+        b.insts.clear();
+        b.insts.extend((start..start + len).map(InstId::from_index));
+        start += len;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A DMA named `name` on queue `q`, depending (data) on `deps`.
+    fn dma(name: &str, q: u32, deps: &[u32]) -> Inst {
+        let ap = AccessPattern { loc: MemLocId(0), offset: 0, len: 1 };
+        let mut i = Inst::new(name, Engine::Sp, Op::DmaCopy { src: ap, dst: ap });
+        i.queue = Some(QueueId(q));
+        i.deps = deps.iter().map(|&d| Dep { inst: InstId(d), kind: EdgeKind::Data }).collect();
+        i
+    }
+
+    /// A switch named `name` on queue `q`.
+    fn sqi(name: &str, q: u32) -> Inst {
+        Inst::new(name, Engine::Sp, Op::SwitchQueueInstance { queue: QueueId(q), instance: 1 })
+    }
+
+    /// Two blocks, three queues; every instruction depends on the one before.
+    fn function() -> Function {
+        let mut f = Function::new("f");
+        f.blocks.push(Block { name: "b1".into(), insts: Vec::new() });
+        let plan = [(0, 0), (0, 1), (0, 0), (1, 2), (1, 1), (1, 2)];
+        for (k, &(b, q)) in plan.iter().enumerate() {
+            let deps: Vec<u32> = (0..k as u32).rev().take(2).collect();
+            f.push_inst(BlockId(b), dma(&format!("d{k}"), q, &deps));
+        }
+        assert!(f.is_canonical());
+        f
+    }
+
+    #[test]
+    fn inserting_into_the_block_ordered_arena_equals_inserting_one_by_one_then_canonicalizing() {
+        // First DMA of each queue: queue 0 at (0, 0), queue 1 at (0, 1), queue 2 at (1, 0).
+        let inserts = [(0, 0, QueueId(0), 1), (0, 1, QueueId(1), 1), (1, 0, QueueId(2), 1)];
+        let sqis = || vec![sqi("s0", 0), sqi("s1", 1), sqi("s2", 2)];
+        let mut fast = function();
+        insert_canonical(&mut fast, &inserts, sqis());
+        let mut slow = function();
+        for (&(bi, pos, _, _), s) in inserts.iter().zip(sqis()).rev() {
+            let sid = InstId::from_index(slow.insts.len());
+            slow.insts.push(s);
+            let dma = slow.blocks[bi].insts[pos];
+            slow.blocks[bi].insts.insert(pos, sid);
+            add_barrier(&mut slow, &[sid], &[dma], EdgeKind::Control).expect("the switch precedes its DMA");
+        }
+        slow.canonicalize();
+        assert_eq!(fast, slow);
+        // The layout itself: each switch right before its DMA, the DMA's last edge on it.
+        let names: Vec<&str> = fast.order().map(|id| fast.insts[id.index()].name.as_str()).collect();
+        assert_eq!(names, ["s0", "d0", "s1", "d1", "d2", "s2", "d3", "d4", "d5"]);
+        assert!(fast.is_canonical());
+        assert_eq!(fast.insts[3].deps.last(), Some(&Dep { inst: InstId(2), kind: EdgeKind::Control }));
+        assert_eq!(
+            fast.insts[6].deps,
+            [
+                Dep { inst: InstId(4), kind: EdgeKind::Data },
+                Dep { inst: InstId(3), kind: EdgeKind::Data },
+                Dep { inst: InstId(5), kind: EdgeKind::Control }
+            ]
+        );
+    }
 }

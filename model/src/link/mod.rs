@@ -47,10 +47,10 @@ pub mod tensor_map;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use crate::ir::{FuncId, MemLocId, Module, ModuleAttrs, VerifyErrors};
+use crate::ir::{FuncId, MemLocId, Module, ModuleAttrs, VerifiedModules, VerifyErrors};
 use crate::marks;
 
-pub use checker::{LinkViolation, check_link, check_linked};
+pub use checker::{LinkViolation, check_link, check_link_verified, check_linked, check_linked_verified};
 pub use link_dir::LinkDirError;
 pub use report::PostLinkReport;
 pub use tensor_map::{TensorMap, TensorMapEntry};
@@ -233,6 +233,11 @@ pub fn link_with(modules: &[Module], opts: &LinkOptions) -> Result<Linked, LinkE
     BirLinker::new(modules, opts)?.run()
 }
 
+/// [`link_with`] on modules `proof` shows valid: the per-module IR verify is not repeated.
+pub fn link_verified(proof: VerifiedModules<'_>, opts: &LinkOptions) -> Result<Linked, LinkError> {
+    BirLinker::new_verified(proof, opts)?.run()
+}
+
 /// Checks that `modules` would link, without building the linked module (seed §10 `dry_run`).
 ///
 /// Runs the input checks that need no linked module — definitions, barrier
@@ -283,6 +288,17 @@ impl<'a> BirLinker<'a> {
     /// Steps 1-4 of the seed's `run`: name, def passes, def table, fresh module.
     pub fn new(modules: &'a [Module], opts: &'a LinkOptions) -> Result<Self, LinkError> {
         defs::run_module_def_passes(modules)?;
+        Self::after_def_passes(modules, opts)
+    }
+
+    /// [`BirLinker::new`] on modules `proof` shows valid (not verified again).
+    pub fn new_verified(proof: VerifiedModules<'a>, opts: &'a LinkOptions) -> Result<Self, LinkError> {
+        defs::run_verified_def_passes(proof)?;
+        Self::after_def_passes(proof.modules(), opts)
+    }
+
+    /// Steps 2-4, after the def passes accepted `modules`.
+    fn after_def_passes(modules: &'a [Module], opts: &'a LinkOptions) -> Result<Self, LinkError> {
         let info = defs::init_def_info(modules)?;
         let name = get_nc_lnk_module_name(&info.name);
         // (6) a new merged module: never an in-place edit of an input.

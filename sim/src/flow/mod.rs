@@ -26,8 +26,8 @@ pub mod swarm;
 
 use lncsim_model::codegen::{CoreCode, VarKind, codegen, codegen_verified};
 use lncsim_model::dram::check_modules;
-use lncsim_model::ir::{Module, VerifiedModules, trusting};
-use lncsim_model::link::{LinkOptions, check_linked, link_with};
+use lncsim_model::ir::{Module, VerifiedModules};
+use lncsim_model::link::{LinkOptions, check_linked, check_linked_verified, link_verified, link_with};
 use lncsim_model::load::checker as load_checker;
 use lncsim_model::load::{CoreImage, Isa, Runtime};
 use lncsim_model::neff::pack::pack_code;
@@ -410,8 +410,9 @@ fn run_program(cfg: &RunConfig, program: &Module, lines: Option<&SourceLines>, r
             Err(e) => Err(e.to_string()),
         },
     );
-    let linking = || link_with(&per_core, &LinkOptions::default());
-    let mut linked = match per_core_proof.map_or_else(linking, |p| trusting(p, linking)) {
+    let opts = LinkOptions::default();
+    let linking = || link_with(&per_core, &opts);
+    let mut linked = match per_core_proof.map_or_else(linking, |p| link_verified(p, &opts)) {
         Ok(l) => l,
         Err(e) => return r.stage("link", Err(e.to_string())),
     };
@@ -441,7 +442,7 @@ fn run_program(cfg: &RunConfig, program: &Module, lines: Option<&SourceLines>, r
     r.check(
         "link checker: barrier ids unique and dense, shared tensors unified",
         &[1, 2],
-        list(&linked_proof.map_or_else(judge, |p| trusting(p.into(), judge))),
+        list(&linked_proof.map_or_else(judge, |p| check_linked_verified(&per_core, p, &linked.tensor_map))),
     );
     let name = "link: barriers flagged before linking renumbered in seed order, unflagged ones keep their ids";
     match check_barrier_ids(&per_core, &linked.module) {

@@ -14,8 +14,8 @@ use std::collections::BTreeSet;
 
 use lncsim_model::codegen::{codegen, codegen_verified};
 use lncsim_model::dram::check_modules;
-use lncsim_model::ir::{Module, Op, Verified, VerifiedModules, trusting};
-use lncsim_model::link::{LinkError, LinkOptions, check_linked, link_with};
+use lncsim_model::ir::{Module, Op, Verified, VerifiedModules};
+use lncsim_model::link::{LinkError, LinkOptions, check_linked, check_linked_verified, link_verified, link_with};
 use lncsim_model::neff::PackOptions;
 use lncsim_model::neff::pack::pack_code;
 use lncsim_model::pipeline::build_pipeline;
@@ -182,8 +182,9 @@ pub(super) fn run_modules(cfg: &RunConfig, modules: &[Module], lines: Option<&So
             None
         }
     };
-    let linking = || link_with(&per_core, &LinkOptions::default());
-    let linked = match per_core_proof.map_or_else(linking, |p| trusting(p, linking)) {
+    let opts = LinkOptions::default();
+    let linking = || link_with(&per_core, &opts);
+    let linked = match per_core_proof.map_or_else(linking, |p| link_verified(p, &opts)) {
         Ok(l) => l,
         Err(e) => {
             let named = match &e {
@@ -197,7 +198,8 @@ pub(super) fn run_modules(cfg: &RunConfig, modules: &[Module], lines: Option<&So
     // Verified once for the link checker, the linked-order run and codegen.
     let linked_proof = linked.module.verified().ok();
     let judge = || check_linked(&per_core, &linked);
-    r.check(LINK_CHECK, &[1, 2], list(&linked_proof.map_or_else(judge, |p| trusting(p.into(), judge))));
+    let judge_verified = |p| check_linked_verified(&per_core, p, &linked.tensor_map);
+    r.check(LINK_CHECK, &[1, 2], list(&linked_proof.map_or_else(judge, judge_verified)));
     let linked = &linked.module;
     match &reference {
         Some(golden) => r.check(

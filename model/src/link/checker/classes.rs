@@ -8,7 +8,8 @@
 //! differ is split by name; the common run (one input and one linked
 //! instruction) has its two names compared in full in a second pass in
 //! input order (sequential reads), so a hash collision costs time, never an
-//! answer. Cost: O(n log n) in the n instructions of both functions.
+//! answer. Cost: O(n log n) in the n instructions of both functions; each
+//! input instruction's linked partner is then one sequential table read.
 
 use crate::ir::Function;
 use crate::namehash::hash_name;
@@ -26,6 +27,9 @@ pub(super) struct CoreNames {
     last_linked: Vec<u32>,
     /// Per class: some input instruction has that name.
     in_input: Vec<bool>,
+    /// Per input instruction: the last linked instruction of its name ([`NONE`]:
+    /// none), so the checks that walk the input in order read it sequentially.
+    in_linked: Vec<u32>,
 }
 
 impl CoreNames {
@@ -96,7 +100,8 @@ impl CoreNames {
         for (k, &c) in ln_class.iter().enumerate() {
             last_linked[c as usize] = u32::try_from(k).unwrap_or(NONE);
         }
-        CoreNames { in_class, ln_class, last_linked, in_input }
+        let in_linked = in_class.iter().map(|&c| last_linked[c as usize]).collect();
+        CoreNames { in_class, ln_class, last_linked, in_input, in_linked }
     }
 
     /// The class of input instruction `i`.
@@ -111,7 +116,7 @@ impl CoreNames {
 
     /// The last linked instruction named like input instruction `i`.
     pub(super) fn linked_of_input(&self, i: usize) -> Option<usize> {
-        self.in_class.get(i).and_then(|&c| self.last_of(c))
+        self.in_linked.get(i).copied().filter(|&l| l != NONE).map(|l| l as usize)
     }
 
     /// The last linked instruction named like linked instruction `k` (itself, when its name is unique).

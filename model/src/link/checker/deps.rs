@@ -68,7 +68,8 @@ impl<'a> Ck<'a> {
             let lf = &linked.functions[fid.index()];
             let Some(names) = self.core_names.get(&c) else { continue };
             // An inserted instruction of that prefix: the name is no input instruction's.
-            let inserted = |k: usize, prefix: &str| lf.insts[k].name.starts_with(prefix) && !names.linked_is_input(k);
+            // The class flag first: a copied instruction's name is never read.
+            let inserted = |k: usize, prefix: &str| !names.linked_is_input(k) && lf.insts[k].name.starts_with(prefix);
             // Per linked instruction: an inserted switch. Built in one pass, so an
             // edge asks a flag, never reads its target's name (a random read).
             let sqi: Vec<bool> = (0..lf.insts.len()).map(|k| inserted(k, "I-SQI-")).collect();
@@ -91,7 +92,15 @@ impl<'a> Ck<'a> {
                         .is_some_and(|q| Some(q) == dma_queue)
             };
             let (mut want, mut got): (Vec<ClassEdge>, Vec<ClassEdge>) = (Vec::new(), Vec::new());
+            // Per input instruction: some input instruction depends on it (set
+            // in the same pass that reads each input edge list once).
+            let mut has_dependent = vec![false; src.insts.len()];
             for (k, i) in src.insts.iter().enumerate() {
+                for d in &i.deps {
+                    if let Some(x) = has_dependent.get_mut(d.inst.index()) {
+                        *x = true;
+                    }
+                }
                 let Some(nk) = names.linked_of_input(k) else { continue }; // reported by `core`
                 let n = &lf.insts[nk];
                 let dma_queue = matches!(n.op, Op::DmaCopy { .. }).then(|| queue_of(linked, n)).flatten();
@@ -127,12 +136,6 @@ impl<'a> Ck<'a> {
                 got_n.sort_unstable();
                 if let Some(d) = diff(&want_n, &got_n) {
                     errs.push(format!("core {c} `{}`: edges are not the input's: {d}", i.name));
-                }
-            }
-            let mut has_dependent = vec![false; src.insts.len()];
-            for d in src.insts.iter().flat_map(|i| &i.deps) {
-                if let Some(x) = has_dependent.get_mut(d.inst.index()) {
-                    *x = true;
                 }
             }
             let sinks: Vec<usize> = (0..src.insts.len()).filter(|&j| !has_dependent[j]).collect();

@@ -188,7 +188,7 @@ impl<'a> Ck<'a> {
                 .insts
                 .iter()
                 .enumerate()
-                .filter(|&(k, n)| n.name.starts_with("cb_return_") && !names.linked_is_input(k))
+                .filter(|&(k, n)| !names.linked_is_input(k) && n.name.starts_with("cb_return_"))
                 .map(|(_, n)| n);
             for n in inserted_cbs {
                 if let Op::CoreBarrier(b) = &n.op {
