@@ -1,6 +1,6 @@
 //! Exact, compact keys for location names, for the oracles' by-name lookups
 //! (view -> target): a name of at most 16 bytes is its bytes packed in one
-//! `u128` plus its length, so hashing and comparing a key reads no heap
+//! `u128` (little-endian) plus its length, so hashing and comparing a key reads no heap
 //! string; a longer name is kept as its borrowed text (compared in full).
 //! Two keys are equal exactly when their names are.
 //!
@@ -30,9 +30,9 @@ impl<'a> NameKey<'a> {
     pub fn new(name: &'a str) -> Self {
         let b = name.as_bytes();
         if b.len() <= 16 {
-            let mut buf = [0u8; 16];
-            buf[..b.len()].copy_from_slice(b);
-            NameKey::Short(u128::from_le_bytes(buf), b.len() as u8)
+            // Byte by byte: a variable-length copy into a buffer is a `memcpy` call per name.
+            let w = b.iter().enumerate().fold(0u128, |w, (i, &x)| w | (u128::from(x) << (8 * i)));
+            NameKey::Short(w, b.len() as u8)
         } else {
             NameKey::Long(name)
         }

@@ -6,18 +6,18 @@
 //! simulator sees only physical addresses, so this is where partition and
 //! bank are judged. It reads the modules' locations only, never the sync pass.
 //!
-//! Cost: O(L + V) expected for V views and L locations over all modules and
-//! the program: the views' target names go into one small table per target
-//! module (and one for the program) of inline exact keys
-//! ([`NameKey`]: a name of up to 16 bytes is its bytes, so a probe or a hit
-//! follows no pointer into another module's strings), and each target's
-//! locations are scanned once, in order, against it (the first location of a
-//! name wins). No table of all L names, no sort. The report follows the modules' order.
+//! Cost: O(L log L + V log V) for V views and L locations over all modules
+//! and the program, with no hash-table probe per location: each module that
+//! views name as their target, and the program, is listed as sorted (name
+//! hash, index) pairs, the views' target names as sorted (name hash, view)
+//! queries, and the two are merged in one pass (the project's fixed
+//! [`hash_name`]; names are compared in full where hashes meet, so a collision
+//! costs time, never an answer). The report follows the modules' order.
 
 use std::collections::BTreeMap;
 
 use lncsim_model::ir::{MemoryLocation, Module};
-use lncsim_model::program::name_key::{KeyMap, NameKey};
+use lncsim_model::namehash::hash_name;
 
 type Place = (Option<u64>, u32, u32);
 
@@ -30,35 +30,28 @@ fn show((address, partition, bank): Place) -> String {
     format!("(address {a}, partition {partition}, bank {bank})")
 }
 
-/// One view's target name to look up: (the name, the view's index).
-type Query<'a> = (&'a str, usize);
+/// One view's target name to look up: (its name's hash, the name, the view's index).
+type Query<'a> = (u64, &'a str, usize);
 
 /// Fills `found[view]` for every query of `queries` whose slot is empty with
-/// the first location of `locs` of that name. O(L + Q) expected for L
-/// locations and Q queries: a table of the Q names (inline keys), one scan of `locs`.
-fn resolve<'a>(locs: &'a [MemoryLocation], queries: &[Query<'_>], found: &mut [Option<&'a MemoryLocation>]) {
+/// the first location of `locs` of that name; sorts `queries` by hash.
+/// O(L log L + Q log Q) for L locations and Q queries.
+fn resolve<'a>(locs: &'a [MemoryLocation], queries: &mut [Query<'_>], found: &mut [Option<&'a MemoryLocation>]) {
     if queries.is_empty() {
         return;
     }
-    let mut table: KeyMap<'_, usize> = KeyMap::with_capacity_and_hasher(queries.len(), Default::default());
-    let mut slot_of_query = Vec::with_capacity(queries.len());
-    for &(name, _) in queries {
-        let next = table.len();
-        slot_of_query.push(*table.entry(NameKey::new(name)).or_insert(next));
-    }
-    let mut slot_loc: Vec<Option<&'a MemoryLocation>> = vec![None; table.len()];
-    for l in locs {
-        if let Some(&s) = table.get(&NameKey::new(&l.name))
-            && slot_loc[s].is_none()
-        {
-            slot_loc[s] = Some(l);
+    let mut sorted: Vec<(u64, usize)> = locs.iter().enumerate().map(|(i, l)| (hash_name(&l.name), i)).collect();
+    sorted.sort_unstable();
+    queries.sort_unstable_by_key(|q| q.0);
+    let mut at = 0;
+    for &(h, name, view) in queries.iter() {
+        while sorted.get(at).is_some_and(|e| e.0 < h) {
+            at += 1;
         }
-    }
-    for (&(_, view), &s) in queries.iter().zip(&slot_of_query) {
-        if let Some(slot) = found.get_mut(view)
-            && slot.is_none()
-        {
-            *slot = slot_loc[s];
+        let Some(slot) = found.get_mut(view) else { continue };
+        if slot.is_none() {
+            let equal_hash = sorted[at..].iter().take_while(|e| e.0 == h);
+            *slot = equal_hash.map(|&(_, i)| &locs[i]).find(|l| l.name == name);
         }
     }
 }
@@ -71,7 +64,7 @@ pub fn check_equalized(program: &Module, per_core: &[Module]) -> Result<usize, V
     let mut declared_queries: Vec<Query<'_>> = Vec::new();
     for l in per_core.iter().flat_map(|m| &m.memlocs) {
         let Some(r) = &l.remote_local_target else { continue };
-        let q = (r.name.as_str(), declared_queries.len());
+        let q = (hash_name(&r.name), r.name.as_str(), declared_queries.len());
         by_target.entry(r.core).or_default().push(q);
         declared_queries.push(q);
     }
@@ -79,11 +72,11 @@ pub fn check_equalized(program: &Module, per_core: &[Module]) -> Result<usize, V
     let mut owners: Vec<Option<&MemoryLocation>> = vec![None; views];
     let mut declared: Vec<Option<&MemoryLocation>> = vec![None; views];
     for (k, m) in per_core.iter().enumerate() {
-        if let Some(queries) = by_target.get(&core_of(k, m)) {
+        if let Some(queries) = by_target.get_mut(&core_of(k, m)) {
             resolve(&m.memlocs, queries, &mut owners);
         }
     }
-    resolve(&program.memlocs, &declared_queries, &mut declared);
+    resolve(&program.memlocs, &mut declared_queries, &mut declared);
     let mut errs = Vec::new();
     let mut next = owners.iter().zip(&declared);
     for (k, m) in per_core.iter().enumerate() {
