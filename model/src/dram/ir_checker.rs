@@ -42,7 +42,7 @@
 //! shared buffers (sorted by core and range, so names are compared only on
 //! ties and for the k reported pairs), and O(V + L) expected for the V views'
 //! target lookups over L locations (a table of the views' target names per
-//! target module, [`crate::namehash`]: exact, the hash only spreads the keys;
+//! target module, inline [`NameKey`]s: exact, the hash only spreads the keys;
 //! each target module's locations scanned once against it). Memory linear in the program.
 
 mod live;
@@ -50,7 +50,7 @@ mod live;
 use std::collections::BTreeMap;
 
 use crate::ir::{MemLocId, MemType, MemoryLocation, Module, Usage};
-use crate::namehash::NameMap;
+use crate::program::name_key::{KeyMap, NameKey};
 use live::{LiveSegments, live_segments};
 
 /// The three numbers the checker needs (from the pipeline's options).
@@ -292,10 +292,12 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
                 Some(c) => c,
                 None => cfg.region_ceiling,
             };
+            // One pass over the instructions for both regions' collective operands.
+            let cc = CcOperands::new(m, f, &private, &shared);
             let region = Region { core, floor, ceiling, region_lo: 0 };
-            check_region(m, f, &private, &region, cfg, &mut out);
+            check_region(m, &private, &cc, PRIVATE, &region, cfg, &mut out);
             let region = Region { core, floor: slab_lo, ceiling: slab_hi, region_lo: slab_lo };
-            check_region(m, f, &shared, &region, cfg, &mut out);
+            check_region(m, &shared, &cc, SHARED, &region, cfg, &mut out);
             overlaps(m, core, &private, &segs, &mut out);
             for id in shared {
                 let l = m.loc(id);
@@ -308,7 +310,8 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
     // Sorted by the integer fields first, so the sort rarely reads a name (a
     // heap pointer chase per comparison); equal tuples stay adjacent for dedup.
     owned.sort_unstable_by(|a, b| (a.0, a.2, a.3).cmp(&(b.0, b.2, b.3)).then_with(|| a.1.cmp(b.1)));
-    owned.dedup();
+    // Integers first: a name is read only where the rest of the tuple is equal.
+    owned.dedup_by(|a, b| (a.0, a.2, a.3) == (b.0, b.2, b.3) && a.1 == b.1);
     // The report lists the pairs in (core, name, lo, hi) order of both buffers.
     let mut pairs: Vec<(&Owned<'_>, &Owned<'_>)> = shared_overlaps(&owned)
         .into_iter()
@@ -351,35 +354,70 @@ struct Region {
     region_lo: u64,
 }
 
-/// Floor, region, CC and page rules for the placed locations `ids` of one region.
+/// Region bit of [`CcOperands::class`]: a private (Internal/Spill) location.
+const PRIVATE: u8 = 1;
+/// Region bit of [`CcOperands::class`]: an owned shared location.
+const SHARED: u8 = 2;
+/// Bit of [`CcOperands::class`]: an operand of a collective instruction.
+const COLLECTIVE: u8 = 4;
+
+/// One function's collective operands, found in one pass over its
+/// instructions for both regions: per location index its region bit and
+/// whether a collective touches it (one byte per location), and per region
+/// the CC sum (each collective operand's page-rounded location size plus its
+/// access bytes). O(i + L) for i instructions and L locations.
+struct CcOperands {
+    class: Vec<u8>,
+    /// The CC sum of the private (`[0]`) and shared (`[1]`) region.
+    sum: [u64; 2],
+}
+
+impl CcOperands {
+    fn new(m: &Module, f: &crate::ir::Function, private: &[MemLocId], shared: &[MemLocId]) -> Self {
+        let mut class = vec![0u8; m.memlocs.len()];
+        for (ids, bit) in [(private, PRIVATE), (shared, SHARED)] {
+            for id in ids {
+                if let Some(c) = class.get_mut(id.index()) {
+                    *c |= bit;
+                }
+            }
+        }
+        let mut sum = [0u64; 2];
+        for inst in f.insts.iter().filter(|i| i.collective) {
+            for ap in inst.read_slice().iter().chain(inst.write_ref()) {
+                let Some(c) = class.get_mut(ap.loc.index()) else { continue };
+                for (k, bit) in [PRIVATE, SHARED].into_iter().enumerate() {
+                    if *c & bit != 0 {
+                        *c |= COLLECTIVE;
+                        let l = m.loc(ap.loc);
+                        let ap_bytes = ap.len.saturating_mul(u64::from(l.dtype.size()));
+                        sum[k] = sum[k].saturating_add(page_up(l.byte_size())).saturating_add(ap_bytes);
+                    }
+                }
+            }
+        }
+        CcOperands { class, sum }
+    }
+
+    /// True when a collective touches location `id` and it is in the region of `bit`.
+    fn collective(&self, id: MemLocId, bit: u8) -> bool {
+        self.class.get(id.index()).is_some_and(|&c| c & bit != 0 && c & COLLECTIVE != 0)
+    }
+}
+
+/// Floor, region, CC and page rules for the placed locations `ids` of one
+/// region (`bit`: [`PRIVATE`] or [`SHARED`]): O(|ids|).
 fn check_region(
     m: &Module,
-    f: &crate::ir::Function,
     ids: &[MemLocId],
+    cc: &CcOperands,
+    bit: u8,
     r: &Region,
     cfg: &IrCheckConfig,
     out: &mut Vec<IrViolation>,
 ) {
     let core = r.core;
-    // Membership of `ids`, then of the collective ones, by location index: O(L) to build, O(1) to ask.
-    let mut mine = vec![false; m.memlocs.len()];
-    for id in ids {
-        if let Some(slot) = mine.get_mut(id.index()) {
-            *slot = true;
-        }
-    }
-    let mut collective = vec![false; m.memlocs.len()];
-    let mut cc_sum: u64 = 0;
-    for inst in f.insts.iter().filter(|i| i.collective) {
-        for ap in inst.read_slice().iter().chain(inst.write_ref()) {
-            if mine.get(ap.loc.index()).copied().unwrap_or(false) {
-                let l = m.loc(ap.loc);
-                collective[ap.loc.index()] = true;
-                let ap_bytes = ap.len.saturating_mul(u64::from(l.dtype.size()));
-                cc_sum = cc_sum.saturating_add(page_up(l.byte_size())).saturating_add(ap_bytes);
-            }
-        }
-    }
+    let cc_sum = cc.sum[usize::from(bit == SHARED)];
     let limit = match cfg.allreduce_buffer_size_mib {
         -1 => page_up(cc_sum),
         mib if mib >= 0 => (mib as u64).saturating_mul(1 << 20),
@@ -402,7 +440,7 @@ fn check_region(
             let (region_lo, region_hi) = (r.region_lo, r.ceiling);
             out.push(IrViolation::OutOfRegion { core, loc: name(), address, end, region_lo, region_hi });
         }
-        if collective.get(id.index()).copied().unwrap_or(false) {
+        if cc.collective(id, bit) {
             if address < cc_base {
                 out.push(IrViolation::CollectiveOutsideCcRegion { core, loc: name(), address, cc_base });
             }
@@ -435,7 +473,8 @@ fn overlaps(m: &Module, core: u32, private: &[MemLocId], segs: &LiveSegments, ou
 /// The views' target lookup, resolved up front for every view of every
 /// module: the first module of each core, and in it the first location of the
 /// name (as a linear search would find it). The views' target names go into
-/// one table per target module ([`NameMap`], looked up only, never iterated),
+/// one table per target module ([`KeyMap`] of inline [`NameKey`]s: a hit reads
+/// no other module's strings; looked up only, never iterated),
 /// then each target module's locations are scanned once against it: O(V + L)
 /// expected for V views and L locations, with no table of all L names.
 struct Targets<'a> {
@@ -459,8 +498,8 @@ impl<'a> Targets<'a> {
                 wanted[ti] += 1;
             }
         }
-        let mut tables: Vec<NameMap<'a, usize>> =
-            wanted.iter().map(|&n| NameMap::with_capacity_and_hasher(n, Default::default())).collect();
+        let mut tables: Vec<KeyMap<'a, usize>> =
+            wanted.iter().map(|&n| KeyMap::with_capacity_and_hasher(n, Default::default())).collect();
         let mut slot_loc: Vec<Option<&'a MemoryLocation>> = Vec::new();
         let mut view_slot: Vec<Option<usize>> = Vec::new();
         let mut first = Vec::with_capacity(modules.len() + 1);
@@ -469,7 +508,7 @@ impl<'a> Targets<'a> {
             for l in &m.memlocs {
                 let Some(r) = &l.remote_local_target else { continue };
                 let slot = by_core.get(&r.core).map(|&ti| {
-                    *tables[ti].entry(r.name.as_str()).or_insert_with(|| {
+                    *tables[ti].entry(NameKey::new(&r.name)).or_insert_with(|| {
                         slot_loc.push(None);
                         slot_loc.len() - 1
                     })
@@ -483,7 +522,7 @@ impl<'a> Targets<'a> {
                 continue;
             }
             for x in &t.memlocs {
-                if let Some(&s) = table.get(x.name.as_str())
+                if let Some(&s) = table.get(&NameKey::new(&x.name))
                     && slot_loc[s].is_none()
                 {
                     slot_loc[s] = Some(x);

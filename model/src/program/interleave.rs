@@ -5,8 +5,10 @@
 //! rendezvous of its group's participants. Independent of the simulator.
 //!
 //! Cost: O(V + L) expected to resolve V views by name over L locations (one
-//! table of the views' target names per target module, [`crate::namehash`],
-//! exact, then one scan of each target's locations; no table of all L names), then O(log C) per executed instruction to draw the
+//! table of the views' target names per target module, as inline
+//! [`super::name_key::NameKey`]s, exact, so a hit follows no pointer into
+//! another module's strings; then one scan of each target's locations; no
+//! table of all L names), then O(log C) per executed instruction to draw the
 //! next core among the C ready ones (a Fenwick tree over cores: the k-th
 //! ready core in core order, the same draw as a sorted list of ready cores),
 //! O(log G) per barrier arrival among G groups (a binary search in their
@@ -21,8 +23,8 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::interp::{FlatMemory, InterpError, Values, execute_at};
+use super::name_key::{KeyMap, NameKey};
 use crate::ir::*;
-use crate::namehash::NameMap;
 
 /// Why an interleaved run failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -99,15 +101,15 @@ pub fn run_interleaved_verified(
             *n += 1;
         }
     }
-    let mut tables: Vec<NameMap<'_, usize>> =
-        wanted.iter().map(|&n| NameMap::with_capacity_and_hasher(n, Default::default())).collect();
+    let mut tables: Vec<KeyMap<'_, usize>> =
+        wanted.iter().map(|&n| KeyMap::with_capacity_and_hasher(n, Default::default())).collect();
     let mut target_of: Vec<Option<usize>> = Vec::new();
     let mut view_slot: Vec<Option<usize>> = Vec::new();
     for m in modules {
         for l in &m.memlocs {
             let Some(r) = &l.remote_local_target else { continue };
             let slot = tables.get_mut(r.core as usize).map(|t| {
-                *t.entry(r.name.as_str()).or_insert_with(|| {
+                *t.entry(NameKey::new(&r.name)).or_insert_with(|| {
                     target_of.push(None);
                     target_of.len() - 1
                 })
@@ -120,7 +122,7 @@ pub fn run_interleaved_verified(
             continue;
         }
         for (i, l) in m.memlocs.iter().enumerate() {
-            if let Some(&s) = t.get(l.name.as_str())
+            if let Some(&s) = t.get(&NameKey::new(&l.name))
                 && target_of[s].is_none()
             {
                 target_of[s] = Some(i);

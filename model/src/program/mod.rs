@@ -4,6 +4,7 @@
 pub mod generate;
 pub mod interleave;
 pub mod interp;
+pub mod name_key;
 
 pub use generate::{GenConfig, GenError, MAX_OPS_ELEMS, MAX_OPS_PER_CORE, MAX_OPS_TOTAL, SizeClass, generate};
 pub use interp::{

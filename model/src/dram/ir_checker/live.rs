@@ -55,8 +55,10 @@ pub fn live_segments(m: &Module, f: &Function) -> LiveSegments {
     let nl = m.memlocs.len();
     // Pass 1: one (location, position, touch) per distinct location an instruction touches.
     // Sized for the usual one or two reads and one write per instruction (grows past that).
-    let mut flat: Vec<(u32, u64, Touch)> = Vec::with_capacity(f.insts.len().saturating_mul(2));
-    let mut pos = 0u64;
+    // Positions are u32 (12 bytes a touch here, 8 once sorted): a function
+    // of 2^32 instructions cannot be held in memory, so they never saturate.
+    let mut flat: Vec<(u32, u32, Touch)> = Vec::with_capacity(f.insts.len().saturating_mul(2));
+    let mut pos = 0u32;
     for block in &f.blocks {
         for id in &block.insts {
             let Some(inst) = f.insts.get(id.index()) else { continue };
@@ -87,7 +89,7 @@ pub fn live_segments(m: &Module, f: &Function) -> LiveSegments {
                 t.writes = true;
                 t.whole |= whole;
             }
-            pos += 1;
+            pos = pos.saturating_add(1);
         }
     }
     // Pass 2: a counting sort by location (stable: positions stay ascending).
@@ -99,11 +101,12 @@ pub fn live_segments(m: &Module, f: &Function) -> LiveSegments {
         count[k] += count[k - 1];
     }
     let mut next = count.clone();
-    let mut sorted: Vec<(u64, Touch)> = vec![(0, Touch::default()); flat.len()];
+    let mut sorted: Vec<(u32, Touch)> = vec![(0, Touch::default()); flat.len()];
     for &(loc, p, t) in &flat {
         sorted[next[loc as usize]] = (p, t);
         next[loc as usize] += 1;
     }
+    drop(next);
     drop(flat);
     // Pass 3: the backward scan per touched location.
     let mut out = LiveSegments { touched: Vec::new(), starts: vec![0], segs: Vec::new(), slot: vec![u32::MAX; nl] };
@@ -122,20 +125,21 @@ pub fn live_segments(m: &Module, f: &Function) -> LiveSegments {
 
 /// The backward scan over one location's touches (ascending positions).
 #[cfg(test)]
-fn segments(ev: &[(u64, Touch)]) -> Vec<(u64, u64)> {
+fn segments(ev: &[(u32, Touch)]) -> Vec<(u64, u64)> {
     let mut out = Vec::new();
     segments_into(ev, &mut out);
     out
 }
 
 /// [`segments`], appended to `all` (ascending; no allocation per location).
-fn segments_into(ev: &[(u64, Touch)], all: &mut Vec<(u64, u64)>) {
-    let first_write = ev.iter().find(|(_, t)| t.writes).map(|&(p, _)| p);
+fn segments_into(ev: &[(u32, Touch)], all: &mut Vec<(u64, u64)>) {
+    let first_write = ev.iter().find(|(_, t)| t.writes).map(|&(p, _)| u64::from(p));
     let from = all.len();
     let out = all;
     // Some(top) while the location is live just above the current position.
     let mut open: Option<u64> = None;
     for &(p, t) in ev.iter().rev() {
+        let p = u64::from(p);
         let top = open.unwrap_or(p);
         let written_below = first_write.is_some_and(|w| w < p);
         let live_below = written_below && (t.reads || (open.is_some() && !(t.writes && t.whole)));
@@ -147,7 +151,7 @@ fn segments_into(ev: &[(u64, Touch)], all: &mut Vec<(u64, u64)>) {
         }
     }
     if let (Some(top), Some(&(p, _))) = (open, ev.first()) {
-        out.push((p, top));
+        out.push((u64::from(p), top));
     }
     out[from..].reverse();
 }
