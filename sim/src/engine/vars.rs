@@ -17,63 +17,16 @@
 //! so it has `<t>`'s identity. After the linker the names are already one.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 
 use lncsim_model::codegen::VarKind;
 use lncsim_model::load::{CoreImage, VarImage};
+use lncsim_model::namehash::NameHasher;
 use lncsim_model::split::view_name;
 
-/// A folded-multiply hash of names, eight bytes per step (the maps are
-/// looked up only, never iterated, so no output depends on it). Every step
-/// xors the low and high halves of a 128-bit product, so every output bit
-/// depends on every input bit: the table's bucket index is the hash's low
-/// bits, and a plain multiply (Fx) leaves those a function of the names'
-/// first bytes only (`t1234` and `t1876` share a bucket run; 100k such
-/// names made every lookup a long probe of full-name compares).
-#[derive(Default)]
-struct NameHasher(u64);
-
-/// An odd 64-bit constant (the fractional digits of the golden ratio).
-const MUL: u64 = 0x9e37_79b9_7f4a_7c15;
-
-/// The low and high halves of `a * MUL` (128-bit), xor-ed.
-fn fold(a: u64) -> u64 {
-    let p = u128::from(a) * u128::from(MUL);
-    (p as u64) ^ ((p >> 64) as u64)
-}
-
-impl Hasher for NameHasher {
-    fn finish(&self) -> u64 {
-        fold(self.0 ^ 0x243f_6a88_85a3_08d3)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut words = bytes.chunks_exact(8);
-        for w in &mut words {
-            let mut x = [0u8; 8];
-            x.copy_from_slice(w);
-            self.write_u64(u64::from_le_bytes(x));
-        }
-        // The tail zero-padded, little-endian, without a variable-length copy;
-        // the length tells `ab` from `ab\0` apart.
-        let tail = words.remainder().iter().rev().fold(0u64, |acc, &b| (acc << 8) | u64::from(b));
-        self.write_u64(tail ^ (bytes.len() as u64) << 56);
-    }
-
-    fn write_u8(&mut self, x: u8) {
-        self.write_u64(u64::from(x));
-    }
-
-    fn write_u32(&mut self, x: u32) {
-        self.write_u64(u64::from(x));
-    }
-
-    fn write_u64(&mut self, x: u64) {
-        self.0 = fold(self.0 ^ x);
-    }
-}
-
-/// A hash map keyed by names, hashed by [`NameHasher`].
+/// A hash map keyed by names, hashed by the model's [`NameHasher`] (a folded
+/// multiply: a plain multiply such as Fx leaves the bucket bits a function of a
+/// name's first bytes only; the maps are looked up, never iterated).
 type NameMap<K, V> = HashMap<K, V, BuildHasherDefault<NameHasher>>;
 
 /// No owner / no var.
