@@ -185,16 +185,21 @@ fn the_naive_allocator_agrees_with_the_tree() {
 #[test]
 fn a_pinned_zero_byte_location_blocks_no_address() {
     // `z` holds no bytes at 4096 while `x` is live: x still takes the lowest gap, at 0.
+    // `y`, live at another time, leaves no instant common to every location, so
+    // this is the interval-tree path (`select_impl`), not the clique path; both orders.
     let both = iv(0, 9);
     let p = Problem {
         locations: vec![
             Location::new("z", 0, 4096, both.clone()).pinned_at(4096),
             Location::new("x", 8192, 4096, both),
+            Location::new("y", 4096, 4096, iv(20, 29)),
         ],
         cc_operands: vec![],
     };
-    let c = small_dram(1 << 30, 0);
-    let a = allocate(&p, &c).expect("allocate");
-    assert_eq!(a.addresses, vec![4096, 0]);
-    assert_eq!(check(&p, &c, &a.addresses), vec![]);
+    for order in [Order::Seed, Order::Size] {
+        let c = AllocConfig { order, ..small_dram(1 << 30, 0) };
+        let a = allocate(&p, &c).expect("allocate");
+        assert_eq!(a.addresses, vec![4096, 0, 0], "{order:?}");
+        assert_eq!(check(&p, &c, &a.addresses), vec![]);
+    }
 }
