@@ -9,6 +9,11 @@
 //! end-to-end target and their ratios are timer noise: printed, not judged).
 //! Exits 1 on a miss, or when a run fails a check.
 //!
+//! The runs are taken in rounds, each size once per round in ascending order,
+//! so that a slow spell of the shared machine lands on every size alike rather
+//! than on one size's block of runs (a block-wise schedule let the machine's
+//! drift between blocks show up as growth).
+//!
 //! Growth is judged on each stage's **on-CPU time** (this thread's
 //! `CLOCK_THREAD_CPUTIME_ID`, read as each stage finishes, the bench's own
 //! bookkeeping excluded) when the platform has it, else on wall time: the
@@ -166,32 +171,56 @@ struct SizeFigures {
     peak: Option<u64>,
 }
 
-fn measure(a: &BenchFlowArgs, size: u32, resets: &mut bool) -> Result<SizeFigures, CliError> {
+/// One size's program and the runs taken of it so far.
+struct SizeRuns {
+    size: u32,
+    cfg: RunConfig,
+    runs: Vec<Run>,
+}
+
+/// The run configuration of one size's generated program.
+fn size_config(a: &BenchFlowArgs, size: u32) -> Result<RunConfig, CliError> {
     let g = GenConfig::with_ops(a.seed, a.cores, size, a.elems).map_err(|e| CliError::BadInput(e.to_string()))?;
-    let cfg =
-        RunConfig { source: Source::Generated(g, None), ..RunConfig::generated(a.seed, a.cores, SizeClass::Small) };
-    println!("size {size} x {} cores:", a.cores);
-    let mut runs = Vec::new();
-    if a.reps > 1 {
-        println!("  run 1 of {}, each stage as it finishes:", a.reps);
+    Ok(RunConfig { source: Source::Generated(g, None), ..RunConfig::generated(a.seed, a.cores, SizeClass::Small) })
+}
+
+/// Takes one more run of `s` (stage lines printed live on its first run),
+/// refusing a failed or non-deterministic one. `peak_valid`: false when a
+/// larger size ran before it in this process, whose freed but still resident
+/// heap would inflate this run's peaks; its peaks are then dropped.
+fn take_run(a: &BenchFlowArgs, s: &mut SizeRuns, peak_valid: bool, resets: &mut bool) -> Result<(), CliError> {
+    let rep = s.runs.len();
+    if rep == 0 {
+        println!("size {} x {} cores:", s.size, a.cores);
+        if a.reps > 1 {
+            println!("  run 1 of {}, each stage as it finishes:", a.reps);
+        }
     }
-    for rep in 0..a.reps {
-        let r = one_run(&cfg, rep == 0, resets);
-        if rep > 0 {
-            println!("  run {} of {}: end to end {:.1} ms", rep + 1, a.reps, r.total_ms);
-        }
-        if !r.report.passed() {
-            return Err(CliError::CheckFailed(format!(
-                "the {size}-instruction run failed: {}; replay: {}",
-                r.report.failures().join("; "),
-                r.report.replay_text()
-            )));
-        }
-        if runs.first().is_some_and(|f: &Run| f.report.trace_hash != r.report.trace_hash) {
-            return Err(CliError::CheckFailed(format!("the {size}-instruction run is not deterministic")));
-        }
-        runs.push(r);
+    let mut r = one_run(&s.cfg, rep == 0, resets);
+    if rep > 0 {
+        println!("  size {}: run {} of {}: end to end {:.1} ms", s.size, rep + 1, a.reps, r.total_ms);
     }
+    if !r.report.passed() {
+        return Err(CliError::CheckFailed(format!(
+            "the {}-instruction run failed: {}; replay: {}",
+            s.size,
+            r.report.failures().join("; "),
+            r.report.replay_text()
+        )));
+    }
+    if s.runs.first().is_some_and(|f: &Run| f.report.trace_hash != r.report.trace_hash) {
+        return Err(CliError::CheckFailed(format!("the {}-instruction run is not deterministic", s.size)));
+    }
+    if !peak_valid {
+        r.items.iter_mut().for_each(|i| i.peak = None);
+    }
+    s.runs.push(r);
+    Ok(())
+}
+
+/// The medians of one size's runs (peaks: the largest kept).
+fn figures(a: &BenchFlowArgs, s: &SizeRuns) -> SizeFigures {
+    let runs = &s.runs;
     let first = &runs[0];
     let items = (0..first.items.len())
         .map(|i| Item {
@@ -206,7 +235,7 @@ fn measure(a: &BenchFlowArgs, size: u32, resets: &mut bool) -> Result<SizeFigure
         })
         .collect::<Vec<_>>();
     if a.reps > 1 {
-        println!("  median of {} runs (peak RSS: the largest):", a.reps);
+        println!("size {} x {} cores: median of {} runs (peak RSS: the largest):", s.size, a.cores, a.reps);
         items.iter().for_each(print_item);
     }
     let peak = items.iter().filter_map(|i| i.peak).max();
@@ -218,7 +247,30 @@ fn measure(a: &BenchFlowArgs, size: u32, resets: &mut bool) -> Result<SizeFigure
         a.reps,
         mib(peak)
     );
-    Ok(SizeFigures { size, instructions, items, total_ms, peak })
+    SizeFigures { size: s.size, instructions, items, total_ms, peak }
+}
+
+/// Every size's runs, taken in rounds: round k runs each size once, in
+/// ascending order. A slow spell of the shared machine then falls on every
+/// size alike instead of on one size's block of runs, so it does not bend the
+/// growth between sizes. Peaks of a size come from runs no larger size ran
+/// before (round 1, and every round of the largest size).
+fn measure_all(a: &BenchFlowArgs, resets: &mut bool) -> Result<Vec<SizeFigures>, CliError> {
+    let mut sizes = a
+        .sizes
+        .iter()
+        .map(|&size| Ok(SizeRuns { size, cfg: size_config(a, size)?, runs: Vec::new() }))
+        .collect::<Result<Vec<_>, CliError>>()?;
+    let largest = sizes.len().saturating_sub(1);
+    for round in 0..a.reps {
+        if round == 1 {
+            println!("rounds 2 to {}: every size once per round, ascending", a.reps);
+        }
+        for (k, s) in sizes.iter_mut().enumerate() {
+            take_run(a, s, round == 0 || k == largest, resets)?;
+        }
+    }
+    Ok(sizes.iter().map(|s| figures(a, s)).collect())
 }
 
 /// The growth of `b` over `a` scaled to a 10x step in size.
@@ -247,14 +299,11 @@ pub fn run(a: &BenchFlowArgs) -> Result<ExitCode, CliError> {
     }
     println!(
         "bench flow: lncsim run, every check on, {} cores, sizes {:?} instructions per core, tensors <= {} elements, \
-         seed {}, median of {} runs",
+         seed {}, median of {} runs of each size taken in rounds",
         a.cores, a.sizes, a.elems, a.seed, a.reps
     );
     let mut resets = true;
-    let mut figs = Vec::new();
-    for &size in &a.sizes {
-        figs.push(measure(a, size, &mut resets)?);
-    }
+    let figs = measure_all(a, &mut resets)?;
     if !resets {
         println!("note: /proc/self/clear_refs refused the reset: peaks are the process's running peak");
     }
