@@ -157,8 +157,7 @@ fn bench_flow_prints_stages_growth_and_targets() {
         assert!(s.contains(needle), "no `{needle}` in:\n{s}");
     }
     // The figures printed as the medians are the ones the growth is judged on.
-    let larger = s.split("size 200 x 2 cores:").nth(1).expect("the larger size");
-    let medians = larger.split("median of 3 runs").nth(1).expect("its medians");
+    let medians = s.split("size 200 x 2 cores: median of 3 runs").nth(1).expect("the larger size's medians");
     let cpu_of = |line: &str| -> String {
         let ms: Vec<&str> = line.split_whitespace().collect();
         ms[ms.len() - 5].to_string()
@@ -168,6 +167,10 @@ fn bench_flow_prints_stages_growth_and_targets() {
     let growth_line = growth.lines().find(|l| l.trim_start().starts_with("split + allocate")).expect("a growth line");
     let judged = growth_line.split("->").nth(1).and_then(|r| r.split_whitespace().next()).expect("the larger figure");
     assert_eq!(cpu_of(median_line), judged, "median line `{median_line}` vs growth line `{growth_line}`");
+    // The runs are taken in rounds, each size once per round, ascending.
+    let at = |needle: &str| s.find(needle).unwrap_or_else(|| panic!("no `{needle}` in:\n{s}"));
+    let order = ["size 20: run 2 of 3", "size 200: run 2 of 3", "size 20: run 3 of 3", "size 200: run 3 of 3"];
+    assert!(order.windows(2).all(|w| at(w[0]) < at(w[1])), "rounds out of order:\n{s}");
     assert_eq!(lncsim(&["bench", "flow", "--sizes", "200,20"]).status.code(), Some(1), "sizes must ascend");
     assert_eq!(lncsim(&["bench", "flow", "--sizes", "300000"]).status.code(), Some(2), "bounded sizes");
 }
