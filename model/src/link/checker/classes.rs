@@ -189,4 +189,25 @@ mod tests {
         assert_eq!(all.linked_of_input(2), Some(4));
         assert!(!all.linked_is_input(1));
     }
+
+    #[test]
+    fn a_name_repeated_on_one_side_only_is_one_class_of_that_side() {
+        // Hash = first byte, so each name is a run of its own: `a` twice in the
+        // input and nowhere linked, `b` twice linked (the first linked
+        // instruction among them) and nowhere in the input: runs of two that
+        // are not an (input, linked) pair.
+        let first = |n: &str| u64::from(n.as_bytes()[0]);
+        let src = func(&["a", "c", "a"]);
+        let lf = func(&["b", "c", "b"]);
+        for n in [CoreNames::new(&src, &lf), CoreNames::with_hash(&src, &lf, first)] {
+            assert_eq!((n.linked_of_input(0), n.linked_of_input(2)), (None, None), "no linked `a`");
+            assert_eq!(n.linked_of_input(1), Some(1));
+            assert_eq!(n.input_class(0), n.input_class(2));
+            assert_eq!(n.linked_class(0), n.linked_class(2));
+            assert_ne!(n.input_class(0), Some(n.linked_class(0)));
+            assert!(!n.linked_is_input(0) && !n.linked_is_input(2), "`b` is no input name");
+            assert!(n.linked_is_input(1));
+            assert_eq!(n.last_like(0), Some(2));
+        }
+    }
 }

@@ -336,4 +336,29 @@ mod tests {
             assert_eq!(t.key(&flat, id(1, 4).unwrap()), Key::Local(1, "b"));
         }
     }
+
+    #[test]
+    fn a_hash_run_shared_by_two_cores_gives_each_core_its_own_last_location() {
+        // `mix(h, 0) == mix(h ^ 1 << 32, 1)`: with this hash, core 0's `a` and
+        // core 1's `b` and `c` fall in one run of (core, name) hashes, so the
+        // run holds two cores and, on core 1, two names; `x` puts `b` at a flat
+        // index that no view's index equals.
+        let planted = |n: &str| match n {
+            "a" => 5,
+            "b" | "c" => 5 ^ (1 << 32),
+            _ => hash_name(n),
+        };
+        let i = Usage::Internal;
+        let m0 = module(0, vec![loc("a", i, None)]);
+        let m1 = module(1, vec![loc("x", i, None), loc("b", i, None), loc("c", i, None)]);
+        let m2 = module(2, vec![loc("v", i, Some(("b", 1))), loc("w", i, Some(("a", 0))), loc("u", i, Some(("a", 1)))]);
+        let inputs: BTreeMap<u32, &Module> = [(0, &m0), (1, &m1), (2, &m2)].into_iter().collect();
+        assert_eq!(mix(planted("a"), 0), mix(planted("b"), 1), "the planted cross-core collision");
+        let targets = resolve_targets(&Flat::with_hash(&inputs, planted));
+        assert_eq!(
+            targets[&2],
+            vec![MemLocId(1), MemLocId(0), NONE],
+            "core 1's `b` (not its last location `c`); core 0's `a`; no `a` on core 1"
+        );
+    }
 }
