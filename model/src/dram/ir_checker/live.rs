@@ -159,6 +159,51 @@ fn segments_into(ev: &[(u32, Touch)], all: &mut Vec<(u64, u64)>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::parse;
+
+    /// Pass 1 (the touches) through whole modules: each location's segments.
+    /// - `a`: its only read is an instruction's second source (pos 1);
+    /// - `c`: a partial write at offset 0 (pos 3) keeps the first write live;
+    /// - `d`: a whole overwrite (pos 5) ends the first def's segment;
+    /// - `e`: first written in place as the second source of its own writer (pos 7);
+    /// - `u`: never touched, so it has no segments.
+    #[test]
+    fn touches_of_whole_instructions() {
+        let m = parse(
+            "module k lnc 1
+loc x dram input i32[8] @0x0
+loc a dram internal i32[8]
+loc b dram internal i32[8]
+loc c dram internal i32[8]
+loc d dram internal i32[8]
+loc e dram internal i32[8]
+loc u dram internal i32[8]
+loc y dram output i32[8] @0x1000
+func main
+  block entry
+    i0 = act relu x[0..8] -> a[0..8]
+    i1 = dve add x[0..8], a[0..8] -> b[0..8]
+    i2 = act relu x[0..8] -> c[0..8]
+    i3 = act relu x[0..4] -> c[0..4]
+    i4 = act relu x[0..8] -> d[0..8]
+    i5 = act relu c[0..8] -> d[0..8]
+    i6 = act relu d[0..8] -> y[0..8]
+    i7 = dve add x[0..8], e[0..8] -> e[0..8]
+    i8 = dve add e[0..8], b[0..8] -> y[0..8]
+",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let live = live_segments(&m, &m.functions[0]);
+        let segs = |name: &str| live.get(m.loc_by_name(name).unwrap_or_else(|| panic!("{name}"))).to_vec();
+        assert_eq!(segs("a"), vec![(0, 1)]);
+        assert_eq!(segs("b"), vec![(1, 8)]);
+        assert_eq!(segs("c"), vec![(2, 5)]);
+        assert_eq!(segs("d"), vec![(4, 4), (5, 6)]);
+        assert_eq!(segs("e"), vec![(7, 8)]);
+        assert_eq!(segs("u"), Vec::<(u64, u64)>::new());
+        assert_eq!(segs("x"), [0, 1, 2, 3, 4, 7].map(|p| (p, p)).to_vec());
+        assert!(!live.touched().contains(&m.loc_by_name("u").unwrap_or_else(|| panic!("u"))));
+    }
 
     fn t(reads: bool, writes: bool, whole: bool) -> Touch {
         Touch { reads, writes, whole }
