@@ -40,14 +40,14 @@ impl Hasher for IdentityHasher {
 
 /// The low and high halves of the 128-bit product, xor-ed (as in wyhash and
 /// foldhash): every output bit depends on every bit of both inputs.
-fn fold(a: u64, b: u64) -> u64 {
+pub(crate) fn fold(a: u64, b: u64) -> u64 {
     let p = u128::from(a) * u128::from(b);
     (p as u64) ^ ((p >> 64) as u64)
 }
 
 /// Odd 64-bit constants (the fractional digits of pi and of the golden ratio).
-const SEED: u64 = 0x243f_6a88_85a3_08d3;
-const MUL: u64 = 0x9e37_79b9_7f4a_7c15;
+pub(crate) const SEED: u64 = 0x243f_6a88_85a3_08d3;
+pub(crate) const MUL: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// A folded-multiply hash over 8-byte words: deterministic, fast on short
 /// names, with no structured collisions between names that differ in a digit.

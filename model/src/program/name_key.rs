@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
-use crate::namehash::{IdentityHasher, hash_name};
+use crate::namehash::{IdentityHasher, MUL, SEED, fold, hash_name};
 
 /// A name as a compact exact key (see the module doc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -41,13 +41,8 @@ impl<'a> NameKey<'a> {
     /// A well-spread 64-bit hash of the key (fixed, never random).
     pub fn hash64(&self) -> u64 {
         match *self {
-            NameKey::Short(w, len) => {
-                let p = u128::from((w as u64) ^ 0x243f_6a88_85a3_08d3)
-                    * u128::from(((w >> 64) as u64) ^ 0x9e37_79b9_7f4a_7c15);
-                let h = (p as u64) ^ ((p >> 64) as u64);
-                let q = u128::from(h ^ u64::from(len)) * u128::from(0x9e37_79b9_7f4a_7c15u64);
-                (q as u64) ^ ((q >> 64) as u64)
-            }
+            // The model's folded multiply (`namehash::fold`) over the two halves, then the length.
+            NameKey::Short(w, len) => fold(fold((w as u64) ^ SEED, ((w >> 64) as u64) ^ MUL) ^ u64::from(len), MUL),
             NameKey::Long(s) => hash_name(s),
         }
     }
