@@ -123,6 +123,20 @@ fn a_synced_shared_tensor_becomes_one_location_and_bad_views_are_typed_errors() 
     let shape =
         SHARED_1.replace("i32[8] @0x100", "i32[4] @0x100").replace("t_in1[0..8] -> o[0..8]", "t_in1[0..4] -> o[0..4]");
     assert!(matches!(link(&parse_all(&[SHARED_0, &shape])), Err(LinkError::ViewMismatch { .. })));
+    // A view of a view (found by `fuzz link`: it indexed the unplaced view's
+    // unified location and panicked) is a typed error, on either core order.
+    let chained = SHARED_0.replace(
+        "func main",
+        "loc t_in0 dram shared i32[8] @0x100 part 1 bank 2 shared_post_alloc remote t_in1 core 1\nfunc main",
+    );
+    for texts in [[chained.as_str(), SHARED_1], [SHARED_1, chained.as_str()]] {
+        let err = link(&parse_all(&texts)).unwrap_err();
+        assert!(
+            matches!(err, LinkError::ViewMismatch { ref view, .. } if view == "t_in0")
+                && err.to_string().contains("itself a remote view"),
+            "{err}"
+        );
+    }
 }
 
 #[test]

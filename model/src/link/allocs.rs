@@ -336,14 +336,18 @@ impl<'a> Planner<'a> {
             let td = originals.starts.partition_point(|&o| o <= f) - 1;
             let ti = f - originals.starts[td];
             let t = &self.modules[self.info.defs[td].module].memlocs[ti];
+            // A target that is itself a view has no unified location yet
+            // (views are placed below); its name is never used, since such a
+            // view is refused with a typed error before the name is read.
             let unified = self.plan.inst_map[td][ti];
+            let unified_name = self.plan.locs.get(unified.index()).map(|u| u.name.clone()).unwrap_or_default();
             targets[q as usize] = Some(Target {
                 is_view: t.remote_local_target.is_some(),
                 written: written[td][ti],
                 shape: (t.mem_type, t.dtype, t.elem_count),
                 place: (t.address, t.partition, t.bank),
                 unified,
-                unified_name: self.plan.locs[unified.index()].name.clone(),
+                unified_name,
             });
         }
         drop(order);
