@@ -7,7 +7,9 @@
 mod load_check;
 
 use lncsim_model::codegen::VarKind;
-use lncsim_model::codegen::record::{DESCRIPTOR_SIZE, DeviceDescriptor, Opcode, RECORD_SIZE, Record};
+use lncsim_model::codegen::record::{
+    DESCRIPTOR_SIZE, DeviceDescriptor, FLAG_COLLECTIVE, FLAG_RELOCATED, Opcode, Operand, RECORD_SIZE, Record, Wait,
+};
 use lncsim_model::load::testkit::pack_generated;
 use lncsim_model::load::{CoreImage, Device, HNn, Isa, Model, Runtime, StreamImage};
 use lncsim_model::neff::manifest::VarType;
@@ -468,4 +470,224 @@ fn the_real_neffs_tables_are_checked_member_by_member() {
         &["sg01: staged table sg01/ghost.bin is not one the NEFF names"],
     );
     rt.nrt_unload(&m).unwrap();
+}
+
+// Edges found untested by the mutation run of `load/checker.rs` (docs/mutants.md).
+
+#[test]
+fn a_var_below_every_allocation_is_reported() {
+    let (rt, neff, images) = loaded();
+    let lowest = Device::allocations(rt.device()).iter().map(|a| a.0).min().unwrap();
+    assert!(lowest > 0, "the simulated device allocates above address 0");
+    let w = images[0].vars.iter().position(|v| v.name == "w0").unwrap();
+    reports(&rt, &neff, &images, |b| b[0].vars[w].pa = 0, &["sg00 var w0: ", "is not inside a live allocation"]);
+}
+
+#[test]
+fn a_weight_has_its_declared_size_or_else_its_payloads() {
+    let (rt, neff, images) = loaded();
+    let w = images[0].vars.iter().position(|v| v.name == "w0").unwrap();
+    let size = images[0].vars[w].size;
+    assert!(size > 0);
+    // No size in def.json: the payload's length is the size, and the clean image has it.
+    let mut no_size = neff.clone();
+    no_size.subgraphs[0].def.var.get_mut("w0").unwrap().size = None;
+    assert_eq!(check_load(rt.device(), &no_size, &images), Vec::<String>::new());
+    // A declared size past the payload: the image must have the declared size.
+    let mut padded = neff.clone();
+    padded.subgraphs[0].def.var.get_mut("w0").unwrap().size = Some(size + 8);
+    let mut grown = images.clone();
+    grown[0].vars[w].size = size + 8;
+    let bad = check_load(rt.device(), &padded, &grown);
+    assert!(!bad.iter().any(|l| l.contains("in def.json")), "{bad:#?}");
+    let bad = check_load(rt.device(), &padded, &images);
+    let want = format!("sg00 var w0: size {size} in the image, {} in def.json", size + 8);
+    assert!(bad.contains(&want), "{bad:#?}");
+}
+
+#[test]
+fn a_tmp_buf_over_a_weight_is_an_overlap() {
+    let (rt, neff, images) = loaded();
+    let w = images[0].vars.iter().position(|v| v.name == "w0").unwrap();
+    let s = images[0].vars.iter().position(|v| v.kind == VarKind::Scratch && v.size > 0).unwrap();
+    assert_eq!(neff.subgraphs[0].def.var[&images[0].vars[s].name].var_type, VarType::TmpBuf);
+    let scratch = images[0].vars[s].name.clone();
+    let at = images[0].vars[w].pa;
+    reports(&rt, &neff, &images, |b| b[0].vars[s].pa = at, &[&format!("sg00 var {scratch} ["), "overlaps", "w0"]);
+}
+
+#[test]
+fn a_zero_length_var_overlaps_nothing() {
+    let (rt, neff, images) = loaded();
+    let w = images[0].vars.iter().position(|v| v.name == "w0").unwrap();
+    let s = images[0].vars.iter().position(|v| v.kind == VarKind::Scratch && v.size > 8).unwrap();
+    let mut empty = neff.clone();
+    empty.subgraphs[0].def.var.get_mut("w0").unwrap().size = Some(0);
+    let mut imgs = images.clone();
+    imgs[0].vars[w].size = 0;
+    imgs[0].vars[w].pa = images[0].vars[s].pa + 8;
+    let bad = check_load(rt.device(), &empty, &imgs);
+    assert!(bad.iter().any(|l| l.contains("sg00 var w0: device bytes differ")), "the move is seen: {bad:#?}");
+    assert!(!bad.iter().any(|l| l.contains("overlaps") && l.contains("var w0")), "{bad:#?}");
+}
+
+#[test]
+fn a_view_that_ends_where_its_backing_ends_is_inside_it() {
+    let (rt, neff, images) = loaded();
+    let (name, backing, off) = neff.subgraphs[0]
+        .def
+        .var
+        .iter()
+        .find_map(|(n, v)| {
+            let b = v.backing_variable.clone().filter(|_| v.var_type == VarType::Virtual)?;
+            Some((n.clone(), b, v.backing_variable_off.unwrap_or(0)))
+        })
+        .unwrap();
+    let mut exact = neff.clone();
+    let bsize = exact.subgraphs[0].def.var[&backing].size.unwrap();
+    let v = exact.subgraphs[0].def.var.get_mut(&name).unwrap();
+    v.size = Some(bsize - off);
+    let id = v.var_id as usize;
+    let mut imgs = images.clone();
+    imgs[0].vars[id].size = bsize - off;
+    let bad = check_load(rt.device(), &exact, &imgs);
+    assert!(!bad.iter().any(|l| l.contains("is not inside its backing")), "{bad:#?}");
+    // One byte more is outside.
+    exact.subgraphs[0].def.var.get_mut(&name).unwrap().size = Some(bsize - off + 1);
+    imgs[0].vars[id].size = bsize - off + 1;
+    let bad = check_load(rt.device(), &exact, &imgs);
+    assert!(bad.iter().any(|l| l.contains(&format!("sg00 var {name}: ")) && l.contains("is not inside its backing")));
+}
+
+#[test]
+fn an_operand_that_starts_before_its_var_is_reported() {
+    let (rt, neff, images) = loaded();
+    let (e, ip, slot, v) = images[0]
+        .engines
+        .iter()
+        .enumerate()
+        .find_map(|(e, s)| {
+            s.operand_vars
+                .iter()
+                .enumerate()
+                .find_map(|(ip, ops)| ops.iter().enumerate().find_map(|(slot, v)| v.map(|v| (e, ip, slot, v as usize))))
+        })
+        .unwrap();
+    let s = &images[0].engines[e];
+    let r = Record::decode(&rt.device().copy_out(s.pa + ip as u64 * RECORD_SIZE as u64, 64).unwrap()).unwrap();
+    let name = images[0].vars[v].name.clone();
+    // The var moved one byte past the operand's start; the operand still ends inside it.
+    let to = r.ops[slot].pa() + 1;
+    reports(
+        &rt,
+        &neff,
+        &images,
+        |b| b[0].vars[v].pa = to,
+        &[&format!("sg00 {} ip {ip} slot {slot}: ", s.engine.key()), &format!("is not inside {name}")],
+    );
+}
+
+#[test]
+fn a_shared_view_is_one_backed_by_a_vnc_shared_tmp_buf() {
+    let (rt, neff, images) = loaded();
+    // Core c's view `<t>_in<c>` of another core's `t`, and the shared tmp-buf backing it.
+    let (c, v, backing) = images
+        .iter()
+        .enumerate()
+        .find_map(|(c, img)| {
+            img.vars.iter().enumerate().find_map(|(i, v)| {
+                let t = v.name.strip_suffix(&format!("_in{c}"))?;
+                let b = neff.subgraphs[c].def.var[&v.name].backing_variable.clone()?;
+                images.iter().any(|o| o.core != img.core && o.vars.iter().any(|x| x.name == t)).then_some((c, i, b))
+            })
+        })
+        .unwrap();
+    let view = images[c].vars[v].name.clone();
+    let mut moved = images.clone();
+    moved[c].vars[v].pa += 64;
+    assert!(check_load(rt.device(), &neff, &moved).iter().any(|l| l.contains(&format!("sg{c:02} {view} at "))));
+    // Once the backing is a private tmp-buf, the view is the core's own: no cross-core rule.
+    let mut private = neff.clone();
+    private.subgraphs[c].def.var.get_mut(&backing).unwrap().extra.remove("vnc_shared");
+    let bad = check_load(rt.device(), &private, &moved);
+    assert!(!bad.iter().any(|l| l.contains(&format!("sg{c:02} {view} at "))), "{bad:#?}");
+}
+
+#[test]
+fn relocated_records_changed_field_by_field_are_reported() {
+    let (rt, neff, images) = loaded();
+    let check = |needles: &[&str]| {
+        let bad = check_load(rt.device(), &neff, &images);
+        assert!(bad.iter().any(|l| needles.iter().all(|n| l.contains(n))), "no line with {needles:?} in {bad:#?}");
+    };
+    let restore = |(pa, orig): (u64, Vec<u8>)| {
+        rt.device().write(pa, &orig).unwrap();
+        assert_eq!(check_load(rt.device(), &neff, &images), Vec::<String>::new());
+    };
+    let (c, s, ip) = find(&rt, &images, |r| r.opcode == Opcode::Relu);
+    let at = format!("sg{c:02} {} ip ", s.engine.key());
+    // One field at a time: the operand's address (its length kept), imm, a wait, a flag.
+    restore({
+        let old = rewrite(&rt, &s, ip, |r| r.ops[0] = Operand::physical(r.ops[0].pa() + 64, r.ops[0].c));
+        check(&[&at, " slot 0: ", "is not var "]);
+        old
+    });
+    restore({
+        let old = rewrite(&rt, &s, ip, |r| r.imm ^= 1);
+        check(&[&at, ": Relu became Relu"]);
+        old
+    });
+    restore({
+        let old = rewrite(&rt, &s, ip, |r| {
+            let w = &mut r.waits[0];
+            *w = match w {
+                Some(_) => None,
+                None => Some(Wait { sem: 1, value: 1 }),
+            };
+        });
+        check(&[&at, ": Relu became Relu"]);
+        old
+    });
+    restore({
+        let old = rewrite(&rt, &s, ip, |r| r.flags ^= FLAG_COLLECTIVE);
+        check(&[&at, ": Relu became Relu"]);
+        old
+    });
+    // A pseudo-add's expansion record that lost its relocated flag.
+    let models = rt.models(HNn(1)).unwrap();
+    let (sg, p) = models.iter().find_map(|m| m.kbin_patch_info.first().map(|p| (m.sg as usize, *p))).unwrap();
+    let s = images[sg].engines[p.engine.index()].clone();
+    restore({
+        let old = rewrite(&rt, &s, p.device_ip, |r| r.flags &= !FLAG_RELOCATED);
+        check(&[&format!("sg{sg:02} {} ip {}: expansion record 1 is Add flags", s.engine.key(), p.neff_ip)]);
+        old
+    });
+}
+
+#[test]
+fn a_neff_record_already_flagged_relocated_keeps_the_flag() {
+    let (rt, mut neff, images) = loaded();
+    // The first compute record of a stream before any pseudo-add: its device index is its NEFF index.
+    let (sg, member, ip) = neff
+        .subgraphs
+        .iter()
+        .enumerate()
+        .flat_map(|(sg, x)| x.engines.iter().map(move |e| (sg, e.instr_member.clone())))
+        .find_map(|(sg, member)| {
+            let file = neff.members.get(&member)?;
+            let records: Vec<Record> = file.chunks(RECORD_SIZE).map_while(|c| Record::decode(c).ok()).collect();
+            let upto = records.iter().position(|r| r.opcode == Opcode::PseudoAddN).unwrap_or(records.len());
+            let ip = records[..upto].iter().position(|r| matches!(r.opcode, Opcode::Add | Opcode::Relu))?;
+            Some((sg, member, ip))
+        })
+        .unwrap();
+    let mut file = neff.members.get(&member).unwrap().to_vec();
+    let at = ip * RECORD_SIZE;
+    let mut r = Record::decode(&file[at..at + RECORD_SIZE]).unwrap();
+    assert_eq!(r.flags & FLAG_RELOCATED, 0);
+    r.flags |= FLAG_RELOCATED;
+    file[at..at + RECORD_SIZE].copy_from_slice(&r.encode());
+    assert!(neff.members.set(&member, file));
+    // The loader ORs the flag in, so the device record (already flagged) is what this NEFF wants.
+    assert_eq!(check_load(rt.device(), &neff, &images), Vec::<String>::new(), "sg{sg:02} ip {ip}");
 }
