@@ -613,55 +613,46 @@ fn a_shared_view_is_one_backed_by_a_vnc_shared_tmp_buf() {
     assert!(!bad.iter().any(|l| l.contains(&format!("sg{c:02} {view} at "))), "{bad:#?}");
 }
 
+/// Rewrites device record `ip` of `s` by `edit`, asserts a line has every
+/// needle, then puts the record back and asserts the load is clean again.
+fn reported_until_restored(
+    (rt, neff, images): (&Runtime<SimDevice>, &Neff, &[CoreImage]),
+    s: &StreamImage,
+    ip: u64,
+    edit: impl FnOnce(&mut Record),
+    needles: &[&str],
+) {
+    let (pa, orig) = rewrite(rt, s, ip, edit);
+    let bad = check_load(rt.device(), neff, images);
+    assert!(bad.iter().any(|l| needles.iter().all(|n| l.contains(n))), "no line with {needles:?} in {bad:#?}");
+    rt.device().write(pa, &orig).unwrap();
+    assert_eq!(check_load(rt.device(), neff, images), Vec::<String>::new());
+}
+
 #[test]
 fn relocated_records_changed_field_by_field_are_reported() {
     let (rt, neff, images) = loaded();
-    let check = |needles: &[&str]| {
-        let bad = check_load(rt.device(), &neff, &images);
-        assert!(bad.iter().any(|l| needles.iter().all(|n| l.contains(n))), "no line with {needles:?} in {bad:#?}");
-    };
-    let restore = |(pa, orig): (u64, Vec<u8>)| {
-        rt.device().write(pa, &orig).unwrap();
-        assert_eq!(check_load(rt.device(), &neff, &images), Vec::<String>::new());
-    };
+    let load = (&rt, &neff, &images[..]);
     let (c, s, ip) = find(&rt, &images, |r| r.opcode == Opcode::Relu);
     let at = format!("sg{c:02} {} ip ", s.engine.key());
     // One field at a time: the operand's address (its length kept), imm, a wait, a flag.
-    restore({
-        let old = rewrite(&rt, &s, ip, |r| r.ops[0] = Operand::physical(r.ops[0].pa() + 64, r.ops[0].c));
-        check(&[&at, " slot 0: ", "is not var "]);
-        old
-    });
-    restore({
-        let old = rewrite(&rt, &s, ip, |r| r.imm ^= 1);
-        check(&[&at, ": Relu became Relu"]);
-        old
-    });
-    restore({
-        let old = rewrite(&rt, &s, ip, |r| {
-            let w = &mut r.waits[0];
-            *w = match w {
-                Some(_) => None,
-                None => Some(Wait { sem: 1, value: 1 }),
-            };
-        });
-        check(&[&at, ": Relu became Relu"]);
-        old
-    });
-    restore({
-        let old = rewrite(&rt, &s, ip, |r| r.flags ^= FLAG_COLLECTIVE);
-        check(&[&at, ": Relu became Relu"]);
-        old
-    });
+    let moved = |r: &mut Record| r.ops[0] = Operand::physical(r.ops[0].pa() + 64, r.ops[0].c);
+    reported_until_restored(load, &s, ip, moved, &[&at, " slot 0: ", "is not var "]);
+    reported_until_restored(load, &s, ip, |r| r.imm ^= 1, &[&at, ": Relu became Relu"]);
+    let waits = |r: &mut Record| {
+        r.waits[0] = match r.waits[0] {
+            Some(_) => None,
+            None => Some(Wait { sem: 1, value: 1 }),
+        }
+    };
+    reported_until_restored(load, &s, ip, waits, &[&at, ": Relu became Relu"]);
+    reported_until_restored(load, &s, ip, |r| r.flags ^= FLAG_COLLECTIVE, &[&at, ": Relu became Relu"]);
     // A pseudo-add's expansion record that lost its relocated flag.
     let models = rt.models(HNn(1)).unwrap();
     let (sg, p) = models.iter().find_map(|m| m.kbin_patch_info.first().map(|p| (m.sg as usize, *p))).unwrap();
     let s = images[sg].engines[p.engine.index()].clone();
-    restore({
-        let old = rewrite(&rt, &s, p.device_ip, |r| r.flags &= !FLAG_RELOCATED);
-        check(&[&format!("sg{sg:02} {} ip {}: expansion record 1 is Add flags", s.engine.key(), p.neff_ip)]);
-        old
-    });
+    let needle = format!("sg{sg:02} {} ip {}: expansion record 1 is Add flags", s.engine.key(), p.neff_ip);
+    reported_until_restored(load, &s, p.device_ip, |r| r.flags &= !FLAG_RELOCATED, &[&needle]);
 }
 
 #[test]
