@@ -509,6 +509,31 @@ mod tests {
     }
 
     #[test]
+    fn an_access_ending_at_its_regions_last_byte_is_shadowed() {
+        // The region's length is a whole number of granules, so its last byte
+        // sits in its last granule: an access ending there is inside it.
+        let mut sh = one(2, &[]);
+        let mut out = Vec::new();
+        let end = 1u64 << 24;
+        sh.write(&mem(end - 16, 16, 1), tag(0, 1, 1), &[1, 0], &mut out);
+        sh.write(&mem(end - 1, 1, 2), tag(1, 1, 2), &[0, 1], &mut out);
+        assert_eq!(races(&out), vec![(RaceKind::WriteWrite, 1, end - 1)]);
+        sh.read(&mem(end - 16, 16, 1), tag(0, 2, 3), &[2, 0], &mut out);
+        assert_eq!(races(&out).len(), 2, "the read races with the other thread's write: {out:?}");
+    }
+
+    #[test]
+    fn a_zero_length_access_is_not_shadowed() {
+        let mut sh = one(2, &[(0, 64, 1)]);
+        let mut out = Vec::new();
+        sh.write(&mem(8, 0, 2), tag(0, 1, 1), &[1, 0], &mut out);
+        sh.read(&mem(8, 0, 3), tag(1, 1, 2), &[0, 1], &mut out);
+        sh.write(&mem(0, 0, 2), tag(1, 2, 3), &[0, 2], &mut out);
+        assert!(out.is_empty(), "{out:?}");
+        assert_eq!(sh.intervals(), (1, 0), "only the preset is held");
+    }
+
+    #[test]
     fn presets_are_clipped_to_the_regions_they_meet() {
         let sh = Shadow::new(1, &[(10, 10), (40, 10), (90, 5)], &[(0, 45, 1), (15, 100, 2)], Checks::default());
         let w =
