@@ -229,20 +229,20 @@ fn walk(
 
 /// `kbin_patch_device_ip_to_neff_ip`: the NEFF IP of a device IP (an IP
 /// inside an expansion maps to its pseudo-instruction). `patches` are one
-/// engine's, in stream order.
+/// engine's, in stream order. Saturating: no IP wraps. O(patches).
 pub fn kbin_patch_device_ip_to_neff_ip(patches: &[KbinPatch], device_ip: u64) -> u64 {
     let (mut grown, mut shrunk) = (0u64, 0u64);
     for p in patches {
         if device_ip < p.device_ip {
             break;
         }
-        if device_ip < p.device_ip + p.expanded {
+        if device_ip < p.device_ip.saturating_add(p.expanded) {
             return p.neff_ip;
         }
-        grown += p.expanded.saturating_sub(p.slots);
-        shrunk += p.slots.saturating_sub(p.expanded);
+        grown = grown.saturating_add(p.expanded.saturating_sub(p.slots));
+        shrunk = shrunk.saturating_add(p.slots.saturating_sub(p.expanded));
     }
-    (device_ip + shrunk).saturating_sub(grown)
+    device_ip.saturating_add(shrunk).saturating_sub(grown)
 }
 
 /// One relative DMA descriptor, its variables already resolved to var_ids.

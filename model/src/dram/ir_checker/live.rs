@@ -228,5 +228,11 @@ func main
         );
         // A read before any write is live only at its own position.
         assert_eq!(segments(&[(1, t(true, false, false)), (2, t(false, true, true))]), vec![(1, 1), (2, 2)]);
+        // The first write reads in place: what it and the read before it read
+        // was never written, so nothing is live between them; its segment starts at it.
+        assert_eq!(
+            segments(&[(1, t(true, false, false)), (3, t(true, true, true)), (5, t(true, false, false))]),
+            vec![(1, 1), (3, 5)]
+        );
     }
 }
