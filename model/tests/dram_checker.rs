@@ -121,3 +121,13 @@ fn every_violation_is_returned_not_just_the_first() {
     c.allreduce_buffer_size_mib = -7;
     assert!(check(&p, &c, &[4096, 8192, 4096]).contains(&Violation::BadCcConfig { mib: -7 }));
 }
+
+#[test]
+fn a_collective_operand_past_the_locations_is_reported() {
+    let (mut p, c) = problem();
+    p.cc_operands = vec![CcOperand { location: 0, ap_bytes: 0 }, CcOperand { location: 3, ap_bytes: 0 }];
+    let c = AllocConfig { allreduce_buffer_size_mib: -1, ..c };
+    let v = check(&p, &c, &[(1 << 20) - 4096, 4096, 0]);
+    assert_eq!(v, vec![Violation::DanglingCcOperand { index: 1, location: 3, locations: 3 }]);
+    assert!(allocate(&p, &c).is_err(), "the allocator refuses the same problem");
+}

@@ -50,6 +50,16 @@ pub enum Violation {
         /// The value.
         mib: i64,
     },
+    /// A collective operand names a location the problem does not have.
+    #[error("collective operand {index} names location {location}; the problem has {locations}")]
+    DanglingCcOperand {
+        /// The operand's index.
+        index: usize,
+        /// The location it names.
+        location: usize,
+        /// How many locations the problem has.
+        locations: usize,
+    },
     /// A pinned location was moved.
     #[error("pinned location {index} `{name}` moved from {expected} to {got}")]
     PinnedMoved {
@@ -188,10 +198,12 @@ pub fn check(problem: &Problem, config: &AllocConfig, addresses: &[u64]) -> Vec<
     let floor = if config.hwm == 0 { 0 } else { config.hwm.saturating_add(1) };
     let mut collective = vec![false; locs.len()];
     let mut cc_total: Option<u64> = Some(0);
-    for op in &problem.cc_operands {
+    for (index, op) in problem.cc_operands.iter().enumerate() {
         if op.location < locs.len() {
             collective[op.location] = true;
             cc_total = cc_total.and_then(|t| t.checked_add(size_of(op.location)?)?.checked_add(op.ap_bytes));
+        } else {
+            out.push(Violation::DanglingCcOperand { index, location: op.location, locations: locs.len() });
         }
     }
     let mib = config.allreduce_buffer_size_mib;
