@@ -421,3 +421,44 @@ fn shared_overlaps_are_listed_in_name_order_not_address_order() {
         .collect();
     assert_eq!(pairs, vec![(0, "e".into(), 0, "p".into()), (0, "e".into(), 0, "r".into())]);
 }
+
+#[test]
+fn two_shared_buffers_on_one_range_of_one_core_overlap() {
+    let p = parse(THREE_SHARED).unwrap_or_else(|e| panic!("{e}"));
+    let mut ms = compile(&p, &opts()).unwrap().per_core;
+    // p and r: one page each, now the same page (same core, same range, two names).
+    let r = addr(&ms[0], "r");
+    loc(&mut ms[0], "p").address = Some(r);
+    let v = check(&ms);
+    let pairs: Vec<(String, String)> = v
+        .iter()
+        .filter_map(|v| match v {
+            IrViolation::SharedOverlap { a, b, .. } => Some((a.clone(), b.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pairs, vec![("p".into(), "r".into())], "{v:#?}");
+}
+
+#[test]
+fn a_shared_buffer_touched_by_two_functions_of_one_core_overlaps_nothing() {
+    let p = parse(THREE_SHARED).unwrap_or_else(|e| panic!("{e}"));
+    let mut ms = compile(&p, &opts()).unwrap().per_core;
+    // A second function on core 0 touching the same buffers: each is one buffer, counted once.
+    let mut f = ms[0].functions[0].clone();
+    f.name = "again".into();
+    ms[0].functions.push(f);
+    assert_eq!(check(&ms), vec![]);
+}
+
+#[test]
+fn a_recorded_window_above_the_configured_one_is_reported() {
+    let mut ms = clean();
+    assert_eq!(check(&ms), vec![]);
+    ms[0].functions[0].attrs.dram_region_ceiling = Some((1 << 20) + 4096);
+    let v = check(&ms);
+    assert!(v.iter().any(|x| matches!(x, IrViolation::BadConfig(m) if m.contains("above the window"))), "{v:#?}");
+    // At the configured window exactly: nothing to report.
+    ms[0].functions[0].attrs.dram_region_ceiling = Some(1 << 20);
+    assert_eq!(check(&ms), vec![]);
+}
