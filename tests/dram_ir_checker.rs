@@ -462,3 +462,19 @@ fn a_recorded_window_above_the_configured_one_is_reported() {
     ms[0].functions[0].attrs.dram_region_ceiling = Some(1 << 20);
     assert_eq!(check(&ms), vec![]);
 }
+
+#[test]
+fn a_fixed_cc_region_size_is_taken_in_mib() {
+    let ms = clean();
+    let mut cfg = opts().check_config(&CompileReport::default());
+    // 1 MiB: the whole 1 MiB window is CC region, so the collective `g` (8 KiB below the ceiling) is inside it.
+    cfg.allreduce_buffer_size_mib = 1;
+    assert_eq!(check_modules(&ms, &cfg), vec![]);
+    // 0 MiB: no CC region, so `g` is outside it.
+    cfg.allreduce_buffer_size_mib = 0;
+    let v = check_modules(&ms, &cfg);
+    assert!(
+        matches!(&v[..], [IrViolation::CollectiveOutsideCcRegion { core: 1, loc, cc_base: 0x100000, .. }] if loc == "g"),
+        "{v:#?}"
+    );
+}
