@@ -478,3 +478,12 @@ fn a_fixed_cc_region_size_is_taken_in_mib() {
         "{v:#?}"
     );
 }
+
+#[test]
+fn a_zero_byte_location_on_a_page_boundary_straddles_nothing() {
+    let mut ms = clean();
+    let h = loc(&mut ms[1], "h");
+    h.elem_count = 0;
+    h.address = Some(0x3000);
+    assert_eq!(check(&ms), vec![]);
+}
