@@ -311,6 +311,69 @@ fn the_inserted_edges_are_checked_too() {
     assert!(has(&v, ViolationKind::Edge, "an inserted switch must have exactly one dependent"), "{v:#?}");
 }
 
+/// The first inserted switch of `m`: (function index, switch index, its one dependent's index).
+fn first_switch(m: &Module) -> (usize, usize, usize) {
+    let (fi, k) = m
+        .functions
+        .iter()
+        .enumerate()
+        .find_map(|(fi, f)| f.insts.iter().position(|i| i.name.starts_with("I-SQI-")).map(|k| (fi, k)))
+        .expect("the generated program drives a queue: a switch is inserted");
+    let user = m.functions[fi].insts.iter().position(|i| i.deps.iter().any(|d| d.inst.index() == k)).unwrap();
+    assert!(matches!(m.functions[fi].insts[user].op, Op::DmaCopy { .. }), "a switch's dependent is a DMA copy");
+    (fi, k, user)
+}
+
+#[test]
+fn a_switch_edge_is_allowed_only_as_control_from_the_dmas_own_queue() {
+    let (inputs, m) = linked4();
+    let (fi, k, user) = first_switch(&m);
+    let user_name = m.functions[fi].insts[user].name.clone();
+    let sqi_name = m.functions[fi].insts[k].name.clone();
+    // A data edge from the switch is no edge the linker inserts.
+    let mut data = m.clone();
+    data.functions[fi].insts[user].deps.iter_mut().find(|d| d.inst.index() == k).unwrap().kind = EdgeKind::Data;
+    let v = check_link(&inputs, &data);
+    let want = format!("`{user_name}`: edges are not the input's: missing [], unexpected [(\"{sqi_name}\", Data)]");
+    assert!(has(&v, ViolationKind::Edge, &want), "{v:#?}");
+
+    // The switch moved to another queue: it no longer orders this DMA's queue.
+    let Op::SwitchQueueInstance { queue, .. } = m.functions[fi].insts[k].op else { unreachable!() };
+    let other = (0..m.queues.len()).find(|&q| q != queue.index()).expect("the program has two queues");
+    let mut moved = m.clone();
+    if let Op::SwitchQueueInstance { queue, .. } = &mut moved.functions[fi].insts[k].op {
+        *queue = QueueId::from_index(other);
+    }
+    let v = check_link(&inputs, &moved);
+    let want = format!("`{user_name}`: edges are not the input's: missing [], unexpected [(\"{sqi_name}\", Control)]");
+    assert!(has(&v, ViolationKind::Edge, &want), "{v:#?}");
+    assert!(has(&v, ViolationKind::Edge, &format!("`{sqi_name}`: an inserted switch must have exactly one dependent")));
+
+    // The DMA gained an edge: the report names that edge, not the allowed switch edge.
+    let mut added = m.clone();
+    let f = &added.functions[fi];
+    let other =
+        (0..f.insts.len()).find(|&o| o != k && o != user && !f.insts[user].deps.iter().any(|d| d.inst.index() == o));
+    let other = other.expect("an instruction the DMA does not depend on");
+    added.functions[fi].insts[user].deps.push(Dep { inst: InstId::from_index(other), kind: EdgeKind::Data });
+    let v = check_link(&inputs, &added);
+    let other_name = &m.functions[fi].insts[other].name;
+    let want = format!("`{user_name}`: edges are not the input's: missing [], unexpected [(\"{other_name}\", Data)]");
+    assert!(has(&v, ViolationKind::Edge, &want), "{v:#?}");
+}
+
+#[test]
+fn an_input_edge_to_no_instruction_is_reported_not_skipped() {
+    let (mut inputs, m) = linked4();
+    let f = &mut inputs[1].functions[0];
+    let i = f.insts.iter().position(|i| !i.deps.is_empty()).unwrap();
+    let name = f.insts[i].name.clone();
+    f.insts[i].deps.push(Dep { inst: InstId(9999), kind: EdgeKind::Data });
+    let v = check_link(&inputs, &m);
+    let want = format!("core 1 `{name}`: edges are not the input's: missing [(\"?\", Data)], unexpected []");
+    assert!(has(&v, ViolationKind::Edge, &want), "{v:#?}");
+}
+
 #[test]
 fn sets_and_arguments_that_disagree_with_the_locations_are_reported() {
     let (inputs, m) = linked4();
