@@ -286,12 +286,7 @@ fn the_inserted_edges_are_checked_too() {
     );
 
     // A switch inserted before a DMA: the DMA's extra edge is allowed, a second dependent is not.
-    let sqi = m
-        .functions
-        .iter()
-        .enumerate()
-        .find_map(|(fi, func)| func.insts.iter().position(|i| i.name.starts_with("I-SQI-")).map(|k| (fi, k)));
-    let (fi, k) = sqi.expect("the generated program drives a queue: a switch is inserted");
+    let (fi, k, _) = first_switch(&m);
     let mut two = m.clone();
     let user = two.functions[fi]
         .insts
@@ -347,7 +342,10 @@ fn a_switch_edge_is_allowed_only_as_control_from_the_dmas_own_queue() {
     let v = check_link(&inputs, &moved);
     let want = format!("`{user_name}`: edges are not the input's: missing [], unexpected [(\"{sqi_name}\", Control)]");
     assert!(has(&v, ViolationKind::Edge, &want), "{v:#?}");
-    assert!(has(&v, ViolationKind::Edge, &format!("`{sqi_name}`: an inserted switch must have exactly one dependent")));
+    assert!(
+        has(&v, ViolationKind::Edge, &format!("`{sqi_name}`: an inserted switch must have exactly one dependent")),
+        "{v:#?}"
+    );
 
     // The DMA gained an edge: the report names that edge, not the allowed switch edge.
     let mut added = m.clone();
