@@ -5,12 +5,14 @@
 //! README.md; nothing here panics on user input.
 
 mod cli;
+mod heap;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
 fn main() -> ExitCode {
+    heap::keep_freed_memory();
     quiet_broken_pipe();
     let args = cli::Cli::parse();
     match cli::dispatch(args) {
