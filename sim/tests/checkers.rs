@@ -86,6 +86,32 @@ fn a_dropped_semaphore_signal_is_a_deadlock_naming_the_waiter() {
     assert!(line.contains("core 0 Act") && line.contains("waits for dve's dependency signal >= 1 (is 0)"), "{line}");
 }
 
+/// A core stuck before its barrier: the other core's wait names the group,
+/// who arrived, who is missing, and the stuck core's engine that still holds
+/// the arrival (and what it waits for itself).
+#[test]
+fn a_barrier_nobody_reaches_names_the_missing_core_and_its_stuck_arriver() {
+    let s = stage(&module(HANDOFF), 1);
+    // Core 0's add loses its signal, so core 0 never reaches the handoff barrier.
+    patch_record(&s.device, &s.images[0], Engine::Dve, |r| r.flags & FLAG_SIGNAL != 0, |r| r.flags &= !FLAG_SIGNAL);
+    let (report, _) = s.run(SimConfig::seeded(0));
+    assert_eq!(report.outcome, Outcome::Deadlock, "{report}");
+    let Some(Violation::Deadlock { waiters }) = report.of_kind("deadlock").next() else { panic!("{report}") };
+    let at_barrier: Vec<_> = waiters.iter().filter(|w| matches!(w.waits_for, WaitFor::Barrier { .. })).collect();
+    assert_eq!(at_barrier.len(), 1, "{report}");
+    let w = at_barrier[0];
+    assert_eq!(w.site.core, 1, "{report}");
+    let WaitFor::Barrier { arrived, missing, .. } = &w.waits_for else { unreachable!() };
+    assert_eq!((arrived.as_slice(), missing.as_slice()), (&[1][..], &[0][..]), "{report}");
+    // Core 0's arriving engine is still there, itself waiting on a semaphore.
+    assert_eq!(w.could_signal.len(), 1, "{report}");
+    let arriver = &w.could_signal[0];
+    assert_eq!(arriver.site.core, 0, "{report}");
+    assert!(matches!(arriver.doing, lncsim_sim::Doing::WaitSem { .. }), "{report}");
+    assert_eq!(arriver.signals_left, None);
+    assert!(!w.is_root(), "{report}");
+}
+
 #[test]
 fn a_signal_nobody_can_send_says_so() {
     let s = stage(&module(ONE_CORE), 3);

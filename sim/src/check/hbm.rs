@@ -121,6 +121,35 @@ mod tests {
         assert_eq!(check_hbm(&two_cores(), 4 * PAGE, PAGE), Ok(()));
     }
 
+    /// Tensors are counted per kind and summed: three private and one shared make four.
+    #[test]
+    fn every_compiler_placed_tensor_is_counted_once() {
+        let mut cores = two_cores();
+        cores[0].vars.push(var("p2", VarKind::Virtual { backing: 0, offset: 0 }, 0x11000, 8));
+        cores[1].vars.pop();
+        assert_eq!(device_footprint(&cores).tensors, 4);
+    }
+
+    /// The hint names double-counted shared bytes only when the excess covers
+    /// them, and never when nothing is shared.
+    #[test]
+    fn the_double_count_hint_needs_an_excess_of_at_least_the_shared_bytes() {
+        // 100 B too many, less than the shared page: no hint.
+        let e = check_hbm(&two_cores(), 4 * PAGE + 100, PAGE).unwrap_err();
+        assert!(e.starts_with("HBM accounting reports 16484 B") && !e.contains("counted more than once?"), "{e}");
+        // No shared tensor at all: a larger report gets no hint either.
+        let private_only: Vec<CoreImage> = two_cores()
+            .into_iter()
+            .map(|mut c| {
+                c.vars.pop();
+                c
+            })
+            .collect();
+        assert_eq!(device_footprint(&private_only).shared, 0);
+        let e = check_hbm(&private_only, 4 * PAGE, 0).unwrap_err();
+        assert!(e.contains("occupy 12288 B (0 B shared") && !e.contains("counted more than once?"), "{e}");
+    }
+
     #[test]
     fn a_report_that_counts_shared_bytes_per_core_is_refused() {
         let e = check_hbm(&two_cores(), 5 * PAGE, 2 * PAGE).unwrap_err();
