@@ -521,3 +521,181 @@ fn faults_at_the_end_of_a_100k_instruction_link_are_reported() {
     let v = check_link(&inputs, &lost);
     assert!(has(&v, ViolationKind::Core, &format!("instruction `{acc_name}` is missing")), "{v:#?}");
 }
+
+/// Every entry point reports what `check_link` reports; the tensor map is
+/// judged beside the module's other violations, and skipped only when an
+/// index dangles (its entries could not be read).
+#[test]
+fn the_entry_points_report_and_the_tensor_map_is_judged_unless_an_index_dangles() {
+    use lncsim_model::link::checker::{check_link_verified, check_linked_verified};
+    let modules = per_core_modules(&generate(&GenConfig::new(3, 4, SizeClass::Small))).unwrap();
+    let linked = link_with(&modules, &LinkOptions::default()).unwrap();
+    let mut bad = linked.clone();
+    let id0 = barrier_mut(&mut bad.module.functions[1], "cb1").id;
+    barrier_mut(&mut bad.module.functions[2], "cb0").id = id0;
+    let barrier = format!("duplicate barrier ID {id0}");
+    let v = check_link_verified(&modules, bad.module.verified().unwrap());
+    assert!(has(&v, ViolationKind::Barrier, &barrier), "{v:#?}");
+    assert_eq!(v, check_link(&modules, &bad.module));
+    // Printed as its kind and its message.
+    let line = v.iter().find(|x| x.kind == ViolationKind::Barrier).unwrap().to_string();
+    assert!(line.starts_with(&format!("Barrier: {barrier}")), "{line}");
+
+    let first = bad.tensor_map.entries.keys().next().unwrap().clone();
+    bad.tensor_map.entries.get_mut(&first).unwrap().sim_format = "float32".into();
+    let map_msg = format!("entry `{first}` disagrees with its location");
+    for v in
+        [check_linked(&modules, &bad), check_linked_verified(&modules, bad.module.verified().unwrap(), &bad.tensor_map)]
+    {
+        assert!(has(&v, ViolationKind::Barrier, &barrier), "{v:#?}");
+        assert!(has(&v, ViolationKind::TensorMap, &map_msg), "{v:#?}");
+    }
+    // The tensor map alone is broken: reported too.
+    let mut map_only = linked.clone();
+    map_only.tensor_map = bad.tensor_map.clone();
+    assert!(has(&check_linked(&modules, &map_only), ViolationKind::TensorMap, &map_msg));
+    // A dangling index stops the check before the tensor map.
+    bad.module.sets[0].locs.push(MemLocId(9999));
+    assert_eq!(kinds(&check_linked(&modules, &bad)), [ViolationKind::Index]);
+}
+
+#[test]
+fn invalid_ir_in_the_linked_module_is_reported_by_the_irs_verifier() {
+    let (inputs, mut m) = linked4();
+    let f = &mut m.functions[1];
+    f.insts[1].name = f.insts[0].name.clone();
+    let v = check_link(&inputs, &m);
+    assert!(has(&v, ViolationKind::Invalid, "duplicate"), "{v:#?}");
+}
+
+#[test]
+fn a_switch_naming_no_queue_is_a_dangling_index() {
+    let (inputs, mut m) = linked4();
+    let (fi, k, _) = first_switch(&m);
+    if let Op::SwitchQueueInstance { queue, .. } = &mut m.functions[fi].insts[k].op {
+        *queue = QueueId::from_index(999);
+    }
+    let v = check_link(&inputs, &m);
+    assert_eq!(kinds(&v), [ViolationKind::Index], "{v:#?}");
+    assert!(has(&v, ViolationKind::Index, "queue"), "{v:#?}");
+}
+
+/// A handoff's producer core must still write the unified tensor.
+#[test]
+fn a_producer_that_no_longer_writes_its_handoff_is_reported() {
+    let (inputs, mut m) = linked4();
+    let view = m.loc_by_name("t7_in1").unwrap();
+    let unified = m.memlocs[view.index()].aliases[0].target;
+    let other = (0..m.memlocs.len())
+        .find(|&i| m.memlocs[i].usage == Usage::Internal && MemLocId::from_index(i) != unified)
+        .unwrap();
+    let mut moved = 0;
+    for f in m.functions.iter_mut().filter(|f| f.attrs.neuron_core_id.is_some()) {
+        for i in &mut f.insts {
+            if let Op::Compute { dst, .. } | Op::DmaCopy { dst, .. } = &mut i.op
+                && dst.loc == unified
+            {
+                dst.loc = MemLocId::from_index(other);
+                moved += 1;
+            }
+        }
+    }
+    assert!(moved > 0, "the producer writes the handoff");
+    let v = check_link(&inputs, &m);
+    assert!(has(&v, ViolationKind::Alias, "alias of `t7_in1` does not join a write on core"), "{v:#?}");
+}
+
+/// A set member is found through the accesses that map it, not only by
+/// name: an input the link renamed (the documented `<name>.nc<core>`) is
+/// still the member its core listed.
+#[test]
+fn a_renamed_set_member_is_matched_through_its_accesses() {
+    let (inputs, mut m) = linked4();
+    let set = inputs[1].sets.iter().find(|s| s.name == "inputs").unwrap();
+    let name = inputs[1].memlocs[set.locs[0].index()].name.clone();
+    let ll = m.loc_by_name(&name).unwrap();
+    m.memlocs[ll.index()].name = format!("{name}.nc1");
+    let v = check_link(&inputs, &m);
+    assert!(!v.iter().any(|x| x.kind == ViolationKind::Set), "{v:#?}");
+}
+
+/// An input access to no location of its module maps to no tensor: reported, not dropped.
+#[test]
+fn an_input_access_to_no_location_is_reported() {
+    let (mut inputs, m) = linked4();
+    let f = &mut inputs[1].functions[0];
+    let i = f.insts.iter().position(|i| matches!(i.op, Op::Compute { .. })).unwrap();
+    if let Op::Compute { srcs, .. } = &mut f.insts[i].op {
+        srcs[0].loc = MemLocId(9999);
+    }
+    let v = check_link(&inputs, &m);
+    assert!(has(&v, ViolationKind::Location, "core 1: location 9999 has no resolvable tensor"), "{v:#?}");
+}
+
+/// The header's three fields, a dispatcher call's callee and the count of
+/// each kind of inserted instruction are checked each on its own.
+#[test]
+fn the_header_the_dispatch_callees_and_the_inserted_counts_are_each_checked() {
+    let (inputs, m) = linked4();
+    let mut lnc = m.clone();
+    lnc.attrs.lnc_size += 1;
+    assert!(has(&check_link(&inputs, &lnc), ViolationKind::Header, "expected `"));
+    let mut core = m.clone();
+    core.attrs.neuron_core_id = Some(0);
+    assert!(has(&check_link(&inputs, &core), ViolationKind::Header, "expected `"));
+
+    // Two calls keep their names but swap their callees.
+    let mut swapped = m.clone();
+    let d = &mut swapped.functions[0];
+    let calls: Vec<usize> = (0..d.insts.len()).filter(|&k| matches!(d.insts[k].op, Op::Call { .. })).collect();
+    let (a, b) = (d.insts[calls[0]].op.clone(), d.insts[calls[1]].op.clone());
+    (d.insts[calls[0]].op, d.insts[calls[1]].op) = (b, a);
+    let v = check_link(&inputs, &swapped);
+    assert!(has(&v, ViolationKind::Dispatcher, "not one call per core in core order"), "{v:#?}");
+
+    // The inserted return renamed: no longer counted as the return.
+    let r = m.functions[1].insts.iter().position(|i| matches!(i.op, Op::Return)).unwrap();
+    let mut renamed = m.clone();
+    renamed.functions[1].insts[r].name = "zzz".into();
+    let v = check_link(&inputs, &renamed);
+    assert!(has(&v, ViolationKind::Core, "(0 returns, 1 completion barriers"), "{v:#?}");
+
+    // A second inserted return: every count adds up, but two returns are one too many.
+    let mut two = m.clone();
+    let f = &mut two.functions[1];
+    let mut again = f.insts[r].clone();
+    again.name = "return_again".into();
+    f.insts.push(again);
+    let id = InstId::from_index(f.insts.len() - 1);
+    f.blocks.last_mut().unwrap().insts.push(id);
+    f.canonicalize();
+    let v = check_link(&inputs, &two);
+    assert!(has(&v, ViolationKind::Core, "(2 returns, 1 completion barriers"), "{v:#?}");
+}
+
+/// A copied instruction keeps its engine, collective flag and queue (by name), each on its own.
+#[test]
+fn a_copied_instruction_that_changed_engine_flag_or_queue_is_reported() {
+    let (inputs, m) = linked4();
+    let (fi, k) = (1..m.functions.len())
+        .find_map(|fi| {
+            let f = &m.functions[fi];
+            f.insts.iter().position(|i| matches!(i.op, Op::DmaCopy { .. }) && i.queue.is_some()).map(|k| (fi, k))
+        })
+        .expect("a core function copies a DMA on a queue");
+    let name = m.functions[fi].insts[k].name.clone();
+    let want = format!("instruction `{name}`: engine, collective flag or queue differ");
+    let q = m.functions[fi].insts[k].queue.unwrap();
+    let other = (0..m.queues.len()).find(|&o| o != q.index()).expect("two queues");
+    let mut queue = m.clone();
+    queue.functions[fi].insts[k].queue = Some(QueueId::from_index(other));
+    let mut flag = m.clone();
+    flag.functions[fi].insts[k].collective ^= true;
+    let mut engine = m.clone();
+    engine.functions[fi].insts[k].engine =
+        if m.functions[fi].insts[k].engine == Engine::Act { Engine::Pool } else { Engine::Act };
+    for broken in [queue, flag, engine] {
+        let v = check_link(&inputs, &broken);
+        assert!(has(&v, ViolationKind::Core, &want), "{v:#?}");
+    }
+}
