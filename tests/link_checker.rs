@@ -699,3 +699,22 @@ fn a_copied_instruction_that_changed_engine_flag_or_queue_is_reported() {
         assert!(has(&v, ViolationKind::Core, &want), "{v:#?}");
     }
 }
+
+/// A set member no instruction touches has no access to map it: it is found by name.
+#[test]
+fn an_untouched_set_member_is_matched_by_name() {
+    let (mut inputs, mut m) = linked4();
+    let loc = |name: &str| MemoryLocation { address: Some(0x7000_0000), ..MemoryLocation::dram(name, Usage::Input, 4) };
+    inputs[1].memlocs.push(loc("unused"));
+    let il = MemLocId::from_index(inputs[1].memlocs.len() - 1);
+    inputs[1].sets.iter_mut().find(|s| s.name == "inputs").unwrap().locs.push(il);
+    m.memlocs.push(loc("unused"));
+    let ll = MemLocId::from_index(m.memlocs.len() - 1);
+    m.sets.iter_mut().find(|s| s.name == "inputs").unwrap().locs.push(ll);
+    let v = check_link(&inputs, &m);
+    assert!(!v.iter().any(|x| x.kind == ViolationKind::Set), "{v:#?}");
+    // Under another name in the linked module, it is another location.
+    m.memlocs[ll.index()].name = "other".into();
+    let v = check_link(&inputs, &m);
+    assert!(has(&v, ViolationKind::Set, "set `inputs` holds `other`, which no input listed there"), "{v:#?}");
+}
