@@ -718,3 +718,21 @@ fn an_untouched_set_member_is_matched_by_name() {
     let v = check_link(&inputs, &m);
     assert!(has(&v, ViolationKind::Set, "set `inputs` holds `other`, which no input listed there"), "{v:#?}");
 }
+
+/// A copied compute keeps its arithmetic, even when its operand count is unchanged.
+#[test]
+fn a_copied_compute_with_other_arithmetic_is_reported() {
+    let (inputs, mut m) = linked4();
+    let (fi, k) = (1..m.functions.len())
+        .find_map(|fi| {
+            let f = &m.functions[fi];
+            f.insts.iter().position(|i| matches!(i.op, Op::Compute { kind: ComputeKind::Add, .. })).map(|k| (fi, k))
+        })
+        .expect("a core function copies an add");
+    let name = m.functions[fi].insts[k].name.clone();
+    if let Op::Compute { kind, .. } = &mut m.functions[fi].insts[k].op {
+        *kind = ComputeKind::Mul;
+    }
+    let v = check_link(&inputs, &m);
+    assert!(has(&v, ViolationKind::Core, &format!("instruction `{name}`: operation differs")), "{v:#?}");
+}
