@@ -736,3 +736,51 @@ fn a_copied_compute_with_other_arithmetic_is_reported() {
     let v = check_link(&inputs, &m);
     assert!(has(&v, ViolationKind::Core, &format!("instruction `{name}`: operation differs")), "{v:#?}");
 }
+
+/// A copied barrier keeps its participants, and `weights` holds weights only.
+#[test]
+fn a_copied_barrier_with_other_participants_and_a_non_weight_in_weights_are_reported() {
+    let (inputs, m) = linked4();
+    let mut parts = m.clone();
+    let b = barrier_mut(&mut parts.functions[1], "cb1");
+    b.participants.pop();
+    let v = check_link(&inputs, &parts);
+    assert!(has(&v, ViolationKind::Core, "instruction `cb1`: operation differs"), "{v:#?}");
+
+    let mut weights = m.clone();
+    let internal = m.memlocs.iter().position(|l| l.usage == Usage::Internal).unwrap();
+    let iname = m.memlocs[internal].name.clone();
+    weights.sets.iter_mut().find(|s| s.name == "weights").unwrap().locs.push(MemLocId::from_index(internal));
+    let v = check_link(&inputs, &weights);
+    assert!(has(&v, ViolationKind::Set, &format!("set `weights` holds `{iname}`, a Internal location")), "{v:#?}");
+}
+
+/// A switch the input itself holds is copied with its instance and its queue.
+#[test]
+fn a_copied_switch_with_another_instance_is_reported() {
+    let (mut inputs, mut m) = linked4();
+    let q = QueueId::from_index(0);
+    let switch = |f: &mut Function, instance: u32| {
+        let mut sw = Inst::new("sw_user", Engine::Sp, Op::SwitchQueueInstance { queue: q, instance });
+        sw.core = f.insts.first().and_then(|i| i.core);
+        f.insts.push(sw);
+        let id = InstId::from_index(f.insts.len() - 1);
+        f.blocks[0].insts.insert(0, id);
+        f.canonicalize();
+    };
+    // The linked copy, and the completion barrier's control edge from it (a new sink).
+    let copy = |f: &mut Function, instance: u32| {
+        switch(f, instance);
+        let sw = f.inst_by_name("sw_user").unwrap();
+        let cb = f.insts.iter().position(|i| i.name.starts_with("cb_return_")).unwrap();
+        f.insts[cb].deps.push(Dep { inst: sw, kind: EdgeKind::Control });
+    };
+    let fi = m.functions.iter().position(|f| f.attrs.neuron_core_id == Some(1)).unwrap();
+    switch(&mut inputs[1].functions[0], 0);
+    let mut same = m.clone();
+    copy(&mut same.functions[fi], 0);
+    assert_eq!(check_link(&inputs, &same), vec![]);
+    copy(&mut m.functions[fi], 1);
+    let v = check_link(&inputs, &m);
+    assert!(has(&v, ViolationKind::Core, "instruction `sw_user`: operation differs"), "{v:#?}");
+}
