@@ -784,3 +784,18 @@ fn a_copied_switch_with_another_instance_is_reported() {
     let v = check_link(&inputs, &m);
     assert!(has(&v, ViolationKind::Core, "instruction `sw_user`: operation differs"), "{v:#?}");
 }
+
+/// Only a weight with seeded contents has a weight file.
+#[test]
+fn a_weight_without_contents_has_no_weight_file() {
+    let modules = per_core_modules(&generate(&GenConfig::new(3, 4, SizeClass::Small))).unwrap();
+    let mut linked = link_with(&modules, &LinkOptions::default()).unwrap();
+    let w = linked.module.memlocs.iter().position(|l| l.usage == Usage::Weight && l.init.is_some()).unwrap();
+    let name = linked.module.memlocs[w].name.clone();
+    assert_eq!(linked.tensor_map.entries[&name].tf_file, format!("{name}.npy"));
+    linked.module.memlocs[w].init = None;
+    let v = check_tensor_map(&linked.module, &linked.tensor_map);
+    assert!(has(&v, ViolationKind::TensorMap, &format!("entry `{name}` disagrees with its location")), "{v:#?}");
+    linked.tensor_map.entries.get_mut(&name).unwrap().tf_file = String::new();
+    assert_eq!(check_tensor_map(&linked.module, &linked.tensor_map), vec![]);
+}
