@@ -799,3 +799,49 @@ fn a_weight_without_contents_has_no_weight_file() {
     linked.tensor_map.entries.get_mut(&name).unwrap().tf_file = String::new();
     assert_eq!(check_tensor_map(&linked.module, &linked.tensor_map), vec![]);
 }
+
+/// Two input tensors merged into one linked location are reported, by name.
+#[test]
+fn two_tensors_merged_into_one_linked_location_are_reported() {
+    let (inputs, mut m) = linked4();
+    let internals: Vec<usize> = (0..m.memlocs.len()).filter(|&i| m.memlocs[i].usage == Usage::Internal).collect();
+    let (a, b) = (MemLocId::from_index(internals[0]), MemLocId::from_index(internals[1]));
+    let mut moved = 0;
+    for f in &mut m.functions {
+        for i in &mut f.insts {
+            let aps: Vec<&mut AccessPattern> = match &mut i.op {
+                Op::DmaCopy { src, dst } => vec![src, dst],
+                Op::Compute { srcs, dst, .. } => srcs.iter_mut().chain([dst]).collect(),
+                _ => Vec::new(),
+            };
+            for ap in aps.into_iter().filter(|ap| ap.loc == b) {
+                ap.loc = a;
+                moved += 1;
+            }
+        }
+    }
+    assert!(moved > 0);
+    let v = check_link(&inputs, &m);
+    let name = &m.memlocs[a.index()].name;
+    assert!(has(&v, ViolationKind::Location, &format!("linked location `{name}` holds different tensors")), "{v:#?}");
+}
+
+/// A barrier the splitter did not flag keeps its id through the link.
+#[test]
+fn an_unflagged_barrier_keeps_its_id() {
+    let (mut inputs, m) = linked4();
+    let (c, k) = (0..inputs.len())
+        .find_map(|c| inputs[c].functions[0].insts.iter().position(|i| i.name == "cb1").map(|k| (c, k)))
+        .unwrap();
+    let fi = m.functions.iter().position(|f| f.attrs.neuron_core_id == Some(c as u32)).unwrap();
+    let linked_id = barrier_mut(&mut m.clone().functions[fi], "cb1").id;
+    let Op::CoreBarrier(b) = &mut inputs[c].functions[0].insts[k].op else { unreachable!() };
+    (b.flagged, b.id) = (false, linked_id);
+    let v = check_link(&inputs, &m);
+    assert!(!v.iter().any(|x| x.msg.contains("was not flagged")), "{v:#?}");
+    let Op::CoreBarrier(b) = &mut inputs[c].functions[0].insts[k].op else { unreachable!() };
+    b.id = linked_id + 1;
+    let v = check_link(&inputs, &m);
+    let want = format!("`cb1` was not flagged but its id changed {} -> {linked_id}", linked_id + 1);
+    assert!(has(&v, ViolationKind::Barrier, &want), "{v:#?}");
+}
