@@ -845,3 +845,17 @@ fn an_unflagged_barrier_keeps_its_id() {
     let want = format!("`cb1` was not flagged but its id changed {} -> {linked_id}", linked_id + 1);
     assert!(has(&v, ViolationKind::Barrier, &want), "{v:#?}");
 }
+
+/// An input barrier may be named like the inserted completion barriers; it is
+/// still one barrier (its slot id is counted once).
+#[test]
+fn an_input_barrier_named_like_a_completion_barrier_is_counted_once() {
+    let (mut inputs, mut m) = linked4();
+    let c = (0..inputs.len()).find(|&c| inputs[c].functions[0].inst_by_name("cb1").is_some()).unwrap();
+    let fi = m.functions.iter().position(|f| f.attrs.neuron_core_id == Some(c as u32)).unwrap();
+    for f in [&mut inputs[c].functions[0], &mut m.functions[fi]] {
+        let id = f.inst_by_name("cb1").unwrap();
+        f.insts[id.index()].name = "cb_return_user".into();
+    }
+    assert_eq!(check_link(&inputs, &m), vec![]);
+}
