@@ -859,3 +859,20 @@ fn an_input_barrier_named_like_a_completion_barrier_is_counted_once() {
     }
     assert_eq!(check_link(&inputs, &m), vec![]);
 }
+
+/// A handoff's view placed apart from its producer's tensor is reported even
+/// when the linked location still sits at the producer's address.
+#[test]
+fn a_view_placed_apart_from_its_target_is_reported() {
+    let mut inputs: Vec<Module> =
+        [link_fixtures::SHARED_0, link_fixtures::SHARED_1].iter().map(|t| ir::parse(t).unwrap()).collect();
+    let m = link(&inputs).unwrap();
+    let (c, view) = (0..inputs.len())
+        .find_map(|c| inputs[c].memlocs.iter().position(|l| l.remote_local_target.is_some()).map(|i| (c, i)))
+        .unwrap();
+    let name = inputs[c].memlocs[view].name.clone();
+    let at = inputs[c].memlocs[view].address.unwrap_or(0);
+    inputs[c].memlocs[view].address = Some(at + 0x1000);
+    let v = check_link(&inputs, &m);
+    assert!(has(&v, ViolationKind::Shared, &format!("view `{name}` had")), "{v:#?}");
+}
