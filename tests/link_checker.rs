@@ -671,6 +671,24 @@ fn the_header_the_dispatch_callees_and_the_inserted_counts_are_each_checked() {
     f.canonicalize();
     let v = check_link(&inputs, &two);
     assert!(has(&v, ViolationKind::Core, "(2 returns, 1 completion barriers"), "{v:#?}");
+
+    // A second completion barrier, and an inserted instruction of no inserted kind.
+    let cb = m.functions[1].insts.iter().position(|i| i.name.starts_with("cb_return_")).unwrap();
+    for (from, name, want) in [
+        (cb, "cb_return_again", "(1 returns, 2 completion barriers"),
+        (r, "zzz_extra", "inserted (1 returns, 1 completion barriers"),
+    ] {
+        let mut more = m.clone();
+        let f = &mut more.functions[1];
+        let mut extra = f.insts[from].clone();
+        extra.name = name.into();
+        f.insts.push(extra);
+        let id = InstId::from_index(f.insts.len() - 1);
+        f.blocks.last_mut().unwrap().insts.push(id);
+        f.canonicalize();
+        let v = check_link(&inputs, &more);
+        assert!(has(&v, ViolationKind::Core, want), "{name}: {v:#?}");
+    }
 }
 
 /// A copied instruction keeps its engine, collective flag and queue (by name), each on its own.
