@@ -256,3 +256,30 @@ fn linked_generated_programs_give_the_interpreters_outputs_in_seeded_orders() {
         }
     }
 }
+
+/// A return ends its core's run, as it ends the interpreter's: what follows it never runs.
+#[test]
+fn the_interleaving_oracle_stops_a_core_at_its_return() {
+    let p = ir::parse(
+        "module r lnc 2
+loc x dram input i32[16]
+loc out dram output i32[16]
+loc out2 dram output i32[16]
+
+func main
+  block entry
+    i0 = act relu x[0..16] -> out[0..16] core 0
+    i1 = act relu x[0..16] -> out2[0..16] core 1
+    r0 = sp return core 0
+    i2 = dve add x[0..16], x[0..16] -> out[0..16] core 0
+",
+    )
+    .unwrap();
+    let inputs = seeded_inputs(&p, 3);
+    let golden = interpret(&p, &inputs).unwrap();
+    let modules = split(&p).unwrap();
+    assert_eq!(golden["out"], inputs["x"].iter().map(|&v| v.max(0)).collect::<Vec<i32>>(), "i2 never runs");
+    for seed in 0..4 {
+        assert_eq!(run_interleaved(&modules, &inputs, seed), Ok(golden.clone()), "seed {seed}");
+    }
+}
