@@ -283,3 +283,23 @@ func main
         assert_eq!(run_interleaved(&modules, &inputs, seed), Ok(golden.clone()), "seed {seed}");
     }
 }
+
+/// More cores than one 64-bit word of arrival bits: every group still counts
+/// each core's arrival in its own bit (an allreduce over all 70 cores).
+#[test]
+fn the_interleaving_oracle_counts_arrivals_past_64_cores() {
+    for seed in 0..2 {
+        let p = generate(&GenConfig::new(seed, 70, SizeClass::Small));
+        let inputs = seeded_inputs(&p, seed);
+        let golden = interpret(&p, &inputs).unwrap();
+        let modules = split(&p).unwrap();
+        assert!(
+            modules
+                .iter()
+                .flat_map(|m| &m.functions[0].insts)
+                .any(|i| matches!(&i.op, Op::CoreBarrier(b) if b.participants.len() == 70)),
+            "seed {seed}: a barrier over all 70 cores"
+        );
+        assert_eq!(run_interleaved(&modules, &inputs, seed), Ok(golden), "seed {seed}");
+    }
+}
