@@ -10,7 +10,7 @@
 //! heap and the heap never trimmed, a stage reuses the pages the last one
 //! freed. Peak RSS stays the same; RSS no longer falls after a large stage
 //! frees its tables, which a one-shot tool does not need. README.md
-//! ("Benchmarks") gives the measured effect.
+//! ("The process heap", under `lncsim bench flow`) gives the measured effect.
 
 /// Serves every allocation from the brk heap and never trims it (glibc only;
 /// elsewhere the allocator's defaults stay). Call first in `main`.
