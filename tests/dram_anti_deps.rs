@@ -34,7 +34,7 @@ func main
 fn deps(m: &Module, inst: &str) -> Vec<(String, EdgeKind)> {
     let f = &m.functions[0];
     let i = f.inst_by_name(inst).unwrap();
-    f.insts[i.index()].deps.iter().map(|d| (f.insts[d.inst.index()].name.clone(), d.kind)).collect()
+    f.insts[i.index()].deps.iter().map(|d| (f.insts[d.inst.index()].name.to_string(), d.kind)).collect()
 }
 
 fn allocated(text: &str) -> Module {

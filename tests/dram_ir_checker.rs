@@ -352,8 +352,8 @@ fn shared_pair(n: usize) -> Vec<Module> {
         s.address = Some(k as u64 * 4096);
         s.is_shared_post_dram_alloc = true;
         let mut v = s.clone();
-        v.name = format!("s{k}_in1");
-        v.remote_local_target = Some(RemoteLocalTarget { name: format!("s{k}"), core: 0 });
+        v.name = format!("s{k}_in1").into();
+        v.remote_local_target = Some(RemoteLocalTarget { name: format!("s{k}").into(), core: 0 });
         m0.add_loc(s);
         m1.add_loc(v);
     }

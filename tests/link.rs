@@ -99,7 +99,7 @@ proptest! {
         prop_assert_eq!(&again, &linked);
         prop_assert_eq!(print(&again), print(&linked));
         // The dispatcher lists call_def_<c>_instance_0 for c = 0..N, in order.
-        let calls: Vec<String> = linked.functions[0].insts.iter().map(|i| i.name.clone()).collect();
+        let calls: Vec<String> = linked.functions[0].insts.iter().map(|i| i.name.to_string()).collect();
         let want: Vec<String> = (0..cfg.cores).map(|c| format!("call_def_{c}_instance_0")).collect();
         prop_assert_eq!(calls, want);
     }

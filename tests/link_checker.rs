@@ -215,7 +215,7 @@ fn every_violation_is_returned_not_just_the_first() {
 fn with_edges(m: &Module) -> (usize, String) {
     let f = &m.functions[2];
     let i = f.insts.iter().position(|i| i.name.starts_with('i') && !i.deps.is_empty()).unwrap();
-    (i, f.insts[i].name.clone())
+    (i, f.insts[i].name.clone().to_string())
 }
 
 #[test]
@@ -517,7 +517,7 @@ fn faults_at_the_end_of_a_100k_instruction_link_are_reported() {
     // The last input instruction of core 1 missing from its linked function.
     let mut lost = m.clone();
     let lf = &mut lost.functions[2];
-    lf.insts[acc].name = format!("{acc_name}_renamed");
+    lf.insts[acc].name = format!("{acc_name}_renamed").into();
     let v = check_link(&inputs, &lost);
     assert!(has(&v, ViolationKind::Core, &format!("instruction `{acc_name}` is missing")), "{v:#?}");
 }
@@ -614,7 +614,7 @@ fn a_renamed_set_member_is_matched_through_its_accesses() {
     let set = inputs[1].sets.iter().find(|s| s.name == "inputs").unwrap();
     let name = inputs[1].memlocs[set.locs[0].index()].name.clone();
     let ll = m.loc_by_name(&name).unwrap();
-    m.memlocs[ll.index()].name = format!("{name}.nc1");
+    m.memlocs[ll.index()].name = format!("{name}.nc1").into();
     let v = check_link(&inputs, &m);
     assert!(!v.iter().any(|x| x.kind == ViolationKind::Set), "{v:#?}");
 }
@@ -809,7 +809,7 @@ fn a_weight_without_contents_has_no_weight_file() {
     let modules = per_core_modules(&generate(&GenConfig::new(3, 4, SizeClass::Small))).unwrap();
     let mut linked = link_with(&modules, &LinkOptions::default()).unwrap();
     let w = linked.module.memlocs.iter().position(|l| l.usage == Usage::Weight && l.init.is_some()).unwrap();
-    let name = linked.module.memlocs[w].name.clone();
+    let name = linked.module.memlocs[w].name.to_string();
     assert_eq!(linked.tensor_map.entries[&name].tf_file, format!("{name}.npy"));
     linked.module.memlocs[w].init = None;
     let v = check_tensor_map(&linked.module, &linked.tensor_map);

@@ -290,7 +290,7 @@ fn one_core_goes_through_the_same_path() {
 
 fn set_members(m: &Module, set: &str) -> Vec<String> {
     let s = m.sets.iter().find(|s| s.name == set).unwrap_or_else(|| panic!("no set `{set}`"));
-    s.locs.iter().map(|&id| m.loc(id).name.clone()).collect()
+    s.locs.iter().map(|&id| m.loc(id).name.to_string()).collect()
 }
 
 #[test]
@@ -500,7 +500,7 @@ func main
 fn the_link_orders_barriers_on_every_core_or_on_none() {
     let order = |m: &Module, f: usize| -> Vec<String> {
         let f = &m.functions[f];
-        f.order().map(|i| f.insts[i.index()].name.clone()).collect()
+        f.order().map(|i| f.insts[i.index()].name.to_string()).collect()
     };
     let modules = out_of_order_pair("");
     let r = Recorder::start();

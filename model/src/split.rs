@@ -100,7 +100,7 @@ pub fn split(program: &Module) -> Result<Vec<Module>, SplitError> {
     let core_of = |i: &Inst| match i.core {
         Some(c) => Ok(c),
         None if lnc == 1 => Ok(0),
-        None => Err(SplitError::Unbound(i.name.clone())),
+        None => Err(SplitError::Unbound(i.name.to_string())),
     };
     let cores: Vec<u32> = func.insts.iter().map(core_of).collect::<Result<_, _>>()?;
     let owner = owners(program, func, &cores)?;
@@ -124,7 +124,7 @@ pub fn split(program: &Module) -> Result<Vec<Module>, SplitError> {
             {
                 if program.loc(r.loc).usage == Usage::Output {
                     let loc = program.loc(r.loc).name.clone();
-                    return Err(SplitError::OutputReadCrossCore { loc, producer: a, reader: here });
+                    return Err(SplitError::OutputReadCrossCore { loc: loc.to_string(), producer: a, reader: here });
                 }
                 dependents.push(pair(p.index(), here));
                 consumers.push(pair(r.loc.index(), here));
@@ -198,7 +198,7 @@ fn owners(program: &Module, func: &Function, cores: &[u32]) -> Result<Vec<Option
         if let Some(w) = func.insts[id.index()].write() {
             let c = cores[id.index()];
             match owner[w.loc.index()] {
-                Some((a, _)) if a != c => return Err(SplitError::MultipleWriters(program.loc(w.loc).name.clone())),
+                Some((a, _)) if a != c => return Err(SplitError::MultipleWriters(program.loc(w.loc).name.to_string())),
                 Some(_) => {}
                 None => owner[w.loc.index()] = Some((c, id)),
             }
@@ -318,9 +318,9 @@ impl CoreOut {
             match (cross, a.owner[i]) {
                 (Some(_), Some((w, _))) if w == core => loc.usage = Usage::Shared,
                 (Some(cons), Some((w, _))) if cons.contains(&core) => {
-                    loc.name = view_name(&l.name, core);
+                    loc.name = view_name(&l.name, core).into();
                     if a.names.contains(loc.name.as_str()) {
-                        return Err(SplitError::NameCollision(loc.name));
+                        return Err(SplitError::NameCollision(loc.name.to_string()));
                     }
                     loc.usage = Usage::Shared;
                     // A view holds no placement of its own until sync_shared_allocations

@@ -97,7 +97,7 @@ fn core_module(cores: u32, core: u32, n: usize) -> Module {
             );
             let cb = f.push_inst(BlockId(0), take);
             let mut view = MemoryLocation::dram(format!("s{prevc}_{j}_in{core}"), Usage::Shared, 16);
-            view.remote_local_target = Some(RemoteLocalTarget { name: format!("s{prevc}_{j}"), core: prevc });
+            view.remote_local_target = Some(RemoteLocalTarget { name: format!("s{prevc}_{j}").into(), core: prevc });
             let v = m.add_loc(view);
             let t = m.add_loc(MemoryLocation::dram(format!("c{core}_t{k}"), Usage::Internal, 16));
             let mut i = Inst::new(

@@ -222,7 +222,7 @@ struct CoreGen<'a> {
 }
 
 fn fit<T: TryFrom<u64>>(v: u64, inst: &Inst, what: &'static str) -> Result<T, CodegenError> {
-    T::try_from(v).map_err(|_| CodegenError::TooLarge { inst: inst.name.clone(), what })
+    T::try_from(v).map_err(|_| CodegenError::TooLarge { inst: inst.name.to_string(), what })
 }
 
 impl<'a> CoreGen<'a> {
@@ -255,17 +255,17 @@ impl<'a> CoreGen<'a> {
         for &id in &used {
             let l = self.m.loc(id);
             if l.name == SCRATCH_VAR || l.name == SHARED_VAR {
-                return Err(CodegenError::ReservedName(l.name.clone()));
+                return Err(CodegenError::ReservedName(l.name.to_string()));
             }
             if l.mem_type != MemType::Dram {
-                return Err(CodegenError::NotDram(l.name.clone()));
+                return Err(CodegenError::NotDram(l.name.to_string()));
             }
             let end = |a: u64| a.saturating_add(l.byte_size());
             match (l.usage, l.address) {
                 (Usage::Internal | Usage::Spill, Some(a)) => private_end = private_end.max(Some(end(a))),
                 (Usage::Shared, Some(a)) => shared_end = shared_end.max(Some(end(a))),
                 (Usage::Internal | Usage::Spill | Usage::Shared, None) => {
-                    return Err(CodegenError::Unallocated(l.name.clone()));
+                    return Err(CodegenError::Unallocated(l.name.to_string()));
                 }
                 _ => {}
             }
@@ -284,7 +284,7 @@ impl<'a> CoreGen<'a> {
                 }
                 Usage::Shared => VarKind::Virtual { backing: shared.unwrap_or(0), offset: l.address.unwrap_or(0) },
             };
-            let v = self.push_var(l.name.clone(), kind, l.byte_size());
+            let v = self.push_var(l.name.to_string(), kind, l.byte_size());
             if let Some(slot) = self.var_of.get_mut(id.index()) {
                 *slot = (v, l.dtype.size());
             }
@@ -505,7 +505,7 @@ impl<'a> CoreGen<'a> {
                 r.ops[0] = Operand::var(self.queue_of.get(queue).copied().unwrap_or(0), *instance, 0);
             }
             Op::Return => r.opcode = Opcode::Return,
-            Op::Call { .. } => return Err(CodegenError::CallInCore(inst.name.clone())),
+            Op::Call { .. } => return Err(CodegenError::CallInCore(inst.name.to_string())),
         }
         out.push(r);
         Ok(())
@@ -513,8 +513,8 @@ impl<'a> CoreGen<'a> {
 
     fn user_sem(&self, inst: &Inst, sem: u32) -> Result<u8, CodegenError> {
         let s = u32::from(USER_SEM_BASE) + sem;
-        let s =
-            u8::try_from(s).map_err(|_| CodegenError::TooLarge { inst: inst.name.clone(), what: "semaphore index" })?;
+        let s = u8::try_from(s)
+            .map_err(|_| CodegenError::TooLarge { inst: inst.name.to_string(), what: "semaphore index" })?;
         Ok(s)
     }
 
@@ -538,7 +538,7 @@ impl<'a> CoreGen<'a> {
                     .iter()
                     .any(|s| s.loc == dst.loc && s.offset < dst.offset + dst.len && dst.offset < s.offset + s.len)
                 {
-                    return Err(CodegenError::InPlaceAddN(inst.name.clone()));
+                    return Err(CodegenError::InPlaceAddN(inst.name.to_string()));
                 }
                 r.imm = srcs[2..].chunks(3).len() as u32;
                 out.push(Record { opcode: Opcode::PseudoAddN, ..r });
@@ -558,7 +558,7 @@ impl<'a> CoreGen<'a> {
             ComputeKind::Reduce => Opcode::Reduce,
             ComputeKind::MatMul { m, k, n } => {
                 r.imm = matmul_imm(m, k, n)
-                    .ok_or_else(|| CodegenError::TooLarge { inst: inst.name.clone(), what: "matmul dimension" })?;
+                    .ok_or_else(|| CodegenError::TooLarge { inst: inst.name.to_string(), what: "matmul dimension" })?;
                 Opcode::MatMul
             }
         };

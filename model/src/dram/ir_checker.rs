@@ -266,12 +266,12 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
             for &id in touched {
                 let Some(l) = m.memlocs.get(id.index()) else { continue };
                 if is_dram(l, &[Usage::Internal, Usage::Spill, Usage::Shared]) && l.address.is_none() {
-                    out.push(IrViolation::Unaddressed { core, loc: l.name.clone() });
+                    out.push(IrViolation::Unaddressed { core, loc: l.name.to_string() });
                     continue;
                 }
                 if is_dram(l, &[Usage::Shared]) {
                     if !l.is_shared_post_dram_alloc {
-                        out.push(IrViolation::NotMarked { core, loc: l.name.clone() });
+                        out.push(IrViolation::NotMarked { core, loc: l.name.to_string() });
                     }
                     if l.remote_local_target.is_none() {
                         shared.push(id);
@@ -434,21 +434,21 @@ fn check_region(
         let end = address.saturating_add(size);
         let name = || l.name.clone();
         if address >= r.region_lo && address < r.floor {
-            out.push(IrViolation::BelowFloor { core, loc: name(), address, floor: r.floor });
+            out.push(IrViolation::BelowFloor { core, loc: name().to_string(), address, floor: r.floor });
         }
         if address < r.region_lo || end > r.ceiling {
             let (region_lo, region_hi) = (r.region_lo, r.ceiling);
-            out.push(IrViolation::OutOfRegion { core, loc: name(), address, end, region_lo, region_hi });
+            out.push(IrViolation::OutOfRegion { core, loc: name().to_string(), address, end, region_lo, region_hi });
         }
         if cc.collective(id, bit) {
             if address < cc_base {
-                out.push(IrViolation::CollectiveOutsideCcRegion { core, loc: name(), address, cc_base });
+                out.push(IrViolation::CollectiveOutsideCcRegion { core, loc: name().to_string(), address, cc_base });
             }
         } else if address < cc_base && end > cc_base {
-            out.push(IrViolation::CrossesCcCeiling { core, loc: name(), address, end, cc_base });
+            out.push(IrViolation::CrossesCcCeiling { core, loc: name().to_string(), address, end, cc_base });
         }
         if size > 0 && size <= PAGE && address / PAGE != (end - 1) / PAGE {
-            out.push(IrViolation::PageStraddle { core, loc: name(), address, size });
+            out.push(IrViolation::PageStraddle { core, loc: name().to_string(), address, size });
         }
     }
 }
@@ -466,7 +466,7 @@ fn overlaps(m: &Module, core: u32, private: &[MemLocId], segs: &LiveSegments, ou
     for (i, j, time) in super::sweep::overlapping_pairs(&ranges, lists, usize::MAX).pairs {
         let ((a_lo, a_hi), (b_lo, b_hi)) = (ranges[i], ranges[j]);
         let (a, b) = (m.loc(private[i]).name.clone(), m.loc(private[j]).name.clone());
-        out.push(IrViolation::Overlap { core, a, a_lo, a_hi, b, b_lo, b_hi, time });
+        out.push(IrViolation::Overlap { core, a: a.to_string(), a_lo, a_hi, b: b.to_string(), b_lo, b_hi, time });
     }
 }
 
@@ -544,14 +544,26 @@ fn check_views(targets: &Targets<'_>, index: usize, out: &mut Vec<IrViolation>) 
         let Some(r) = &l.remote_local_target else { continue };
         let Some(t) = found.next().copied().flatten() else {
             let (view, target, target_core) = (l.name.clone(), r.name.clone(), r.core);
-            out.push(IrViolation::MissingRemote { core, view, target, target_core });
+            out.push(IrViolation::MissingRemote {
+                core,
+                view: view.to_string(),
+                target: target.to_string(),
+                target_core,
+            });
             continue;
         };
         let got = (l.address, l.partition, l.bank);
         let want = (t.address, t.partition, t.bank);
         if got != want {
             let (view, target, target_core) = (l.name.clone(), r.name.clone(), r.core);
-            out.push(IrViolation::SyncMismatch { core, view, got, target, target_core, want });
+            out.push(IrViolation::SyncMismatch {
+                core,
+                view: view.to_string(),
+                got,
+                target: target.to_string(),
+                target_core,
+                want,
+            });
         }
     }
 }

@@ -365,7 +365,7 @@ pub fn sync_shared_allocations(modules: &mut [Module]) -> Result<Vec<Synced>, Sy
                 continue;
             }
             let Some(r) = l.remote_local_target.as_ref() else {
-                early = Some(SyncError::NoRemoteTarget { core, view: l.name.clone() });
+                early = Some(SyncError::NoRemoteTarget { core, view: l.name.to_string() });
                 break 'scan;
             };
             let ti = by_core
@@ -373,7 +373,7 @@ pub fn sync_shared_allocations(modules: &mut [Module]) -> Result<Vec<Synced>, Sy
                 .copied()
                 .or_else(|| ((r.core as usize) < modules.len()).then_some(r.core as usize));
             let Some(ti) = ti else {
-                early = Some(SyncError::MissingCore { core, view: l.name.clone(), target: r.core });
+                early = Some(SyncError::MissingCore { core, view: l.name.to_string(), target: r.core });
                 break 'scan;
             };
             wants.push((core, li, ti, r.name.as_str(), r.core));
@@ -411,17 +411,17 @@ pub fn sync_shared_allocations(modules: &mut [Module]) -> Result<Vec<Synced>, Sy
         let view = || modules[core].memlocs[li].name.clone();
         let rl = found[s].map(|i| &modules[ti].memlocs[i]).ok_or_else(|| SyncError::MissingTarget {
             core,
-            view: view(),
+            view: view().to_string(),
             name: name.to_owned(),
             target,
         })?;
         let address = rl.address.ok_or_else(|| SyncError::UnallocatedTarget {
             core,
-            view: view(),
+            view: view().to_string(),
             name: name.to_owned(),
             target,
         })?;
-        let s = Synced { core, view: view(), address, partition: rl.partition, bank: rl.bank };
+        let s = Synced { core, view: view().to_string(), address, partition: rl.partition, bank: rl.bank };
         updates.push((core, li, s));
     }
     if let Some(e) = early {

@@ -11,6 +11,10 @@
 
 use std::fmt;
 
+/// A name in the IR (a location's, an instruction's): up to 24 bytes inline,
+/// so comparing or hashing a typical name reads no second heap object.
+pub type Name = compact_str::CompactString;
+
 macro_rules! typed_id {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
         $(#[$doc])*
@@ -146,7 +150,7 @@ impl DType {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RemoteLocalTarget {
     /// The location's name in the producing core's module.
-    pub name: String,
+    pub name: Name,
     /// The producing core (its NeuronCoreId).
     pub core: u32,
 }
@@ -173,7 +177,7 @@ pub struct Alias {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemoryLocation {
     /// Unique name within the module.
-    pub name: String,
+    pub name: Name,
     /// DRAM, SBUF or PSUM.
     pub mem_type: MemType,
     /// Usage class.
@@ -201,7 +205,7 @@ pub struct MemoryLocation {
 
 impl MemoryLocation {
     /// A new unallocated DRAM location with no flags.
-    pub fn dram(name: impl Into<String>, usage: Usage, elem_count: u64) -> Self {
+    pub fn dram(name: impl Into<Name>, usage: Usage, elem_count: u64) -> Self {
         MemoryLocation {
             name: name.into(),
             mem_type: MemType::Dram,
@@ -454,7 +458,7 @@ pub enum Op {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Inst {
     /// Unique name within the function.
-    pub name: String,
+    pub name: Name,
     /// The operation.
     pub op: Op,
     /// The engine that executes it.
@@ -471,7 +475,7 @@ pub struct Inst {
 
 impl Inst {
     /// A new instruction with no core, queue, flags or deps.
-    pub fn new(name: impl Into<String>, engine: Engine, op: Op) -> Self {
+    pub fn new(name: impl Into<Name>, engine: Engine, op: Op) -> Self {
         Inst { name: name.into(), op, engine, core: None, queue: None, collective: false, deps: Vec::new() }
     }
 

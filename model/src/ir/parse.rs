@@ -257,7 +257,7 @@ fn loc_statement(c: &mut Cursor<'_>) -> Result<(MemoryLocation, Option<RemoteLoc
             "remote" => {
                 let name = c.name()?;
                 c.keyword("core")?;
-                remote = Some(RemoteLocalTarget { name, core: c.u32()? });
+                remote = Some(RemoteLocalTarget { name: name.into(), core: c.u32()? });
             }
             "init" => loc.init = Some(c.u64()?),
             w => return c.fail_prev(format!("unknown location attribute `{w}`")),
@@ -424,7 +424,7 @@ fn resolve(raw: Raw) -> Result<(Module, SourceMap), ParseError> {
                     .map(|(r, kind)| lookup(&inst_ids, r, "instruction").map(|i| Dep { inst: InstId(i), kind: *kind }))
                     .collect::<Result<_, _>>()?;
                 let inst = Inst {
-                    name: ri.name,
+                    name: ri.name.into(),
                     op,
                     engine: ri.engine,
                     core: ri.core,

@@ -294,8 +294,8 @@ impl Verifier<'_> {
                 if r.loc.index() < self.locs.len() && !self.defined(r.loc, pos) {
                     self.errs.push(VerifyError::UseBeforeDef {
                         func: f.name.clone(),
-                        inst: inst.name.clone(),
-                        loc: self.m.memlocs[r.loc.index()].name.clone(),
+                        inst: inst.name.to_string(),
+                        loc: self.m.memlocs[r.loc.index()].name.to_string(),
                     });
                 }
             }

@@ -120,7 +120,7 @@ trait CloneWithoutName {
 impl CloneWithoutName for MemoryLocation {
     fn clone_without_name(&self) -> MemoryLocation {
         MemoryLocation {
-            name: String::new(),
+            name: crate::ir::Name::default(),
             mem_type: self.mem_type,
             usage: self.usage,
             dtype: self.dtype,
@@ -204,7 +204,7 @@ pub fn copy_allocs(modules: &[Module], info: &DefInfo) -> Result<AllocPlan, Link
 impl<'a> Planner<'a> {
     /// Adds `loc` (aliases dropped) under `name`.
     /// Appends `loc` (aliases dropped) as `name`; the name must be claimed already.
-    fn push(&mut self, loc: &MemoryLocation, name: String) -> MemLocId {
+    fn push(&mut self, loc: &MemoryLocation, name: crate::ir::Name) -> MemLocId {
         let id = MemLocId::from_index(self.plan.locs.len());
         let mut new = MemoryLocation { name, aliases: Vec::new(), ..loc.clone_without_name() };
         new.remote_local_target.clone_from(&loc.remote_local_target);
@@ -237,7 +237,7 @@ impl<'a> Planner<'a> {
             let kind = crate::ir::usage_word(loc.usage);
             self.plan.messages.push(format!("Name collision for {kind} {name} in subgraph {sg}: renamed to {new}"));
         }
-        self.push(loc, new)
+        self.push(loc, new.into())
     }
 
     fn externals(&mut self) -> Result<(), LinkError> {
@@ -256,7 +256,7 @@ impl<'a> Planner<'a> {
                         if let Some(why) = external_difference(&self.plan.locs[id.index()], l) {
                             marks::hit("link.ext_collision");
                             let sg = def.sg_dir.clone();
-                            return Err(LinkError::ExtCollision { name: l.name.clone(), core: def.core, sg, why });
+                            return Err(LinkError::ExtCollision { name: l.name.to_string(), core: def.core, sg, why });
                         }
                         marks::hit("link.ext_unified");
                         self.plan.ext_unified += 1;
@@ -347,7 +347,7 @@ impl<'a> Planner<'a> {
                 shape: (t.mem_type, t.dtype, t.elem_count),
                 place: (t.address, t.partition, t.bank),
                 unified,
-                unified_name,
+                unified_name: unified_name.to_string(),
             });
         }
         drop(order);
@@ -362,8 +362,8 @@ impl<'a> Planner<'a> {
                 next_view += 1;
                 let missing = || LinkError::MissingInput {
                     core: def.core,
-                    view: l.name.clone(),
-                    target: r.name.clone(),
+                    view: l.name.to_string(),
+                    target: r.name.to_string(),
                     target_core: r.core,
                 };
                 if !core_to_def.contains_key(&r.core) {
@@ -375,8 +375,8 @@ impl<'a> Planner<'a> {
                 })?;
                 let mismatch = |why: String| LinkError::ViewMismatch {
                     core: def.core,
-                    view: l.name.clone(),
-                    target: r.name.clone(),
+                    view: l.name.to_string(),
+                    target: r.name.to_string(),
                     target_core: r.core,
                     why,
                 };
@@ -401,7 +401,7 @@ impl<'a> Planner<'a> {
                 let unified = t.unified;
                 let same_name = l.name == t.unified_name;
                 let mut view = l.clone_without_name();
-                view.remote_local_target = Some(RemoteLocalTarget { name: t.unified_name, core: r.core });
+                view.remote_local_target = Some(RemoteLocalTarget { name: t.unified_name.into(), core: r.core });
                 if matches!(l.usage, Usage::Input | Usage::Output) {
                     marks::hit("link.io2spill");
                     view.usage = Usage::Spill;

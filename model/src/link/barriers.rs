@@ -69,7 +69,11 @@ pub fn add_barrier(
         for &b in before {
             if at(b)? >= at(a)? {
                 let name = |id: InstId| f.insts[id.index()].name.clone();
-                return Err(AddBarrierError::NotEarlier { after: name(a), before: name(b), func: f.name.clone() });
+                return Err(AddBarrierError::NotEarlier {
+                    after: name(a).to_string(),
+                    before: name(b).to_string(),
+                    func: f.name.clone(),
+                });
             }
         }
     }

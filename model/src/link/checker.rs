@@ -439,8 +439,8 @@ impl<'a> Ck<'a> {
         let got: Vec<(String, Option<FuncId>)> = calls
             .iter()
             .map(|i| match i.op {
-                Op::Call { callee } => (i.name.clone(), Some(callee)),
-                _ => (i.name.clone(), None),
+                Op::Call { callee } => (i.name.to_string(), Some(callee)),
+                _ => (i.name.to_string(), None),
             })
             .collect();
         let same = got.len() == want.len() && got.iter().zip(&want).all(|(g, w)| g.0 == w.0 && g.1.as_ref() == w.1);

@@ -65,7 +65,7 @@ pub fn run_function_passes(l: &mut BirLinker<'_>) -> Result<(), LinkError> {
 /// inserted prefix), collected in one pass.
 fn inserted_like_names(f: &Function) -> BTreeSet<String> {
     let like = |n: &str| [CB_RETURN_PREFIX, RETURN_PREFIX, SQI_PREFIX].iter().any(|p| n.starts_with(p));
-    f.insts.iter().filter(|i| like(&i.name)).map(|i| i.name.clone()).collect()
+    f.insts.iter().filter(|i| like(&i.name)).map(|i| i.name.to_string()).collect()
 }
 
 /// A name not in `taken`: `want`, else `want.2`, `want.3`, ...; recorded as taken.

@@ -79,11 +79,11 @@ fn mutate(modules: &mut Vec<Module>, b: &mut Bytes<'_>) {
             let pick = usize::from(b.u8());
             let new = if pick % 2 == 0 {
                 let other = &modules[pick / 2 % modules.len()];
-                other.memlocs.get(k / n % other.memlocs.len().max(1)).map_or("z".to_string(), |l| l.name.clone())
+                other.memlocs.get(k / n % other.memlocs.len().max(1)).map_or("z".to_string(), |l| l.name.to_string())
             } else {
                 format!("r{pick}")
             };
-            modules[core].memlocs[k % n].name = new;
+            modules[core].memlocs[k % n].name = new.into();
         }
         2 => {
             // Break a remote target.
@@ -93,7 +93,7 @@ fn mutate(modules: &mut Vec<Module>, b: &mut Bytes<'_>) {
                 && let Some(r) = &mut m.memlocs[v].remote_local_target
             {
                 *r = if k % 2 == 0 {
-                    RemoteLocalTarget { name: format!("{}_gone", r.name), core: r.core }
+                    RemoteLocalTarget { name: format!("{}_gone", r.name).into(), core: r.core }
                 } else {
                     RemoteLocalTarget { name: r.name.clone(), core: (r.core + 1) % m.attrs.lnc_size.max(1) }
                 };
@@ -106,7 +106,7 @@ fn mutate(modules: &mut Vec<Module>, b: &mut Bytes<'_>) {
             let Some(&id) = bars.get(k % bars.len().max(1)) else { return };
             if what == 3 {
                 let mut dup = f.insts[id.index()].clone();
-                dup.name = format!("{}_dup", dup.name);
+                dup.name = format!("{}_dup", dup.name).into();
                 dup.deps.clear();
                 let last = BlockId::from_index(f.blocks.len() - 1);
                 f.push_inst(last, dup);

@@ -136,7 +136,7 @@ pub fn fix_output_kind(l: &mut BirLinker<'_>) -> Result<(), LinkError> {
     }
     for id in &not_io {
         let name = l.main.memlocs[id.index()].name.clone();
-        l.tensor_map.entries.remove(&name);
+        l.tensor_map.entries.remove(name.as_str());
     }
     for f in &mut l.main.functions {
         f.args.retain(|a| !not_io.contains(a));

@@ -113,7 +113,7 @@ pub fn post_link_report(m: &Module, r: &mut PostLinkReport) {
                 }
                 Op::CoreBarrier(b) => r.barriers.push(BarrierReport {
                     function: f.name.clone(),
-                    inst: inst.name.clone(),
+                    inst: inst.name.to_string(),
                     group: b.group,
                     id: b.id,
                 }),

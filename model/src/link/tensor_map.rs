@@ -73,7 +73,7 @@ pub fn entry_for(l: &MemoryLocation) -> Option<TensorMapEntry> {
     };
     let tf_file = if l.usage == Usage::Weight && l.init.is_some() { format!("{}.npy", l.name) } else { String::new() };
     Some(TensorMapEntry {
-        layer_name: l.name.clone(),
+        layer_name: l.name.to_string(),
         sim_format: dtype_name(l.dtype).into(),
         sim_shape: vec![l.elem_count],
         tf_file,
@@ -118,7 +118,7 @@ pub fn copy_tensor_map_for_func(l: &mut BirLinker<'_>, d: usize, plan: &AllocPla
 pub fn build_main_tensor_map(l: &mut BirLinker<'_>) -> Result<(), LinkError> {
     let mut found = 0;
     for x in &l.main.memlocs {
-        match (l.tensor_map.entries.get(&x.name), entry_for(x)) {
+        match (l.tensor_map.entries.get(x.name.as_str()), entry_for(x)) {
             (Some(e), Some(want)) if *e == want => found += 1,
             (Some(_), _) => {
                 return Err(LinkError::TensorMap(format!("entry `{}` does not match the linked module", x.name)));

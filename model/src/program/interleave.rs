@@ -144,8 +144,8 @@ pub fn run_interleaved_verified(
                     let Some(t) = target else {
                         return Err(InterleaveError::MissingRemote {
                             core,
-                            view: l.name.clone(),
-                            name: r.name.clone(),
+                            view: l.name.to_string(),
+                            name: r.name.to_string(),
                             target: r.core,
                         });
                     };
@@ -211,8 +211,9 @@ pub fn run_interleaved_verified(
     let mut out = Values::new();
     for (core, m) in modules.iter().enumerate() {
         for (i, l) in m.memlocs.iter().enumerate() {
-            if l.usage == Usage::Output && out.insert(l.name.clone(), mem.values(base[core] + i).to_vec()).is_some() {
-                return Err(InterleaveError::DuplicateOutput(l.name.clone()));
+            if l.usage == Usage::Output && out.insert(l.name.to_string(), mem.values(base[core] + i).to_vec()).is_some()
+            {
+                return Err(InterleaveError::DuplicateOutput(l.name.to_string()));
             }
         }
     }

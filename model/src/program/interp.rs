@@ -66,7 +66,7 @@ pub fn seeded_inputs(m: &Module, seed: u64) -> Values {
     m.memlocs
         .iter()
         .filter(|l| l.usage == Usage::Input)
-        .map(|l| (l.name.clone(), seeded_input(&l.name, l.elem_count, seed)))
+        .map(|l| (l.name.to_string(), seeded_input(&l.name, l.elem_count, seed)))
         .collect()
 }
 
@@ -86,7 +86,7 @@ pub fn seeded_input(name: &str, elems: u64, seed: u64) -> Vec<i32> {
 
 /// The contents of a weight location.
 pub fn weight_values(l: &MemoryLocation) -> Result<Vec<i32>, InterpError> {
-    let seed = l.init.ok_or_else(|| InterpError::MissingInit(l.name.clone()))?;
+    let seed = l.init.ok_or_else(|| InterpError::MissingInit(l.name.to_string()))?;
     Ok((0..l.elem_count).map(|i| init_value(seed, i)).collect())
 }
 
@@ -110,13 +110,17 @@ pub fn initial_memory(m: &Module, inputs: &Values) -> Result<Vec<Vec<i32>>, Inte
     let mut mem = Vec::with_capacity(m.memlocs.len());
     for l in &m.memlocs {
         if l.dtype != DType::I32 {
-            return Err(InterpError::NotI32(l.name.clone()));
+            return Err(InterpError::NotI32(l.name.to_string()));
         }
         let v = match l.usage {
             Usage::Input => {
-                let v = inputs.get(&l.name).ok_or_else(|| InterpError::MissingInput(l.name.clone()))?;
+                let v = inputs.get(l.name.as_str()).ok_or_else(|| InterpError::MissingInput(l.name.to_string()))?;
                 if v.len() as u64 != l.elem_count {
-                    return Err(InterpError::InputLength { name: l.name.clone(), want: l.elem_count, got: v.len() });
+                    return Err(InterpError::InputLength {
+                        name: l.name.to_string(),
+                        want: l.elem_count,
+                        got: v.len(),
+                    });
                 }
                 v.clone()
             }
@@ -187,14 +191,14 @@ impl FlatMemory {
         self.start.reserve(m.memlocs.len());
         for l in &m.memlocs {
             if l.dtype != DType::I32 {
-                return Err(InterpError::NotI32(l.name.clone()));
+                return Err(InterpError::NotI32(l.name.to_string()));
             }
             match l.usage {
                 Usage::Input => {
-                    let v = inputs.get(&l.name).ok_or_else(|| InterpError::MissingInput(l.name.clone()))?;
+                    let v = inputs.get(l.name.as_str()).ok_or_else(|| InterpError::MissingInput(l.name.to_string()))?;
                     if v.len() as u64 != l.elem_count {
                         return Err(InterpError::InputLength {
-                            name: l.name.clone(),
+                            name: l.name.to_string(),
                             want: l.elem_count,
                             got: v.len(),
                         });
@@ -202,7 +206,7 @@ impl FlatMemory {
                     self.data.extend_from_slice(v);
                 }
                 Usage::Weight => {
-                    let seed = l.init.ok_or_else(|| InterpError::MissingInit(l.name.clone()))?;
+                    let seed = l.init.ok_or_else(|| InterpError::MissingInit(l.name.to_string()))?;
                     self.data.extend((0..l.elem_count).map(|i| init_value(seed, i)));
                 }
                 _ => self.data.resize(self.data.len() + l.elem_count as usize, 0),
@@ -224,7 +228,7 @@ impl FlatMemory {
             .iter()
             .enumerate()
             .filter(|(_, l)| l.usage == Usage::Output)
-            .map(|(i, l)| (l.name.clone(), self.values(first + i).to_vec()))
+            .map(|(i, l)| (l.name.to_string(), self.values(first + i).to_vec()))
             .collect()
     }
 
@@ -300,7 +304,7 @@ pub fn outputs(m: &Module, mem: &[Vec<i32>]) -> Values {
         .iter()
         .zip(mem)
         .filter(|(l, _)| l.usage == Usage::Output)
-        .map(|(l, v)| (l.name.clone(), v.clone()))
+        .map(|(l, v)| (l.name.to_string(), v.clone()))
         .collect()
 }
 
@@ -461,13 +465,13 @@ mod tests {
         m.add_loc(MemoryLocation::dram("lonely", Usage::Output, 1));
         let mut values = seeded_inputs(&m, 1);
         let output = m.memlocs.iter().find(|l| l.usage == Usage::Output).expect("an output");
-        values.insert(output.name.clone(), vec![0]);
+        values.insert(output.name.to_string(), vec![0]);
         values.insert("lonely".into(), vec![0]);
         values.insert("nowhere".into(), vec![0]);
         let written_before = values.len();
         retain_written(m.verified().expect("valid"), &mut values);
         // Inputs and the output nothing writes are dropped: only the written output survives.
         assert_eq!(values.len(), 1, "{written_before} values -> {:?}", values.keys().collect::<Vec<_>>());
-        assert!(values.contains_key(&output.name));
+        assert!(values.contains_key(output.name.as_str()));
     }
 }

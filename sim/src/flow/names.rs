@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use lncsim_model::ir::{Module, SourceMap, engine_word};
+use lncsim_model::ir::{Module, Name, SourceMap, engine_word};
 
 use crate::SimReport;
 use crate::check::violation::{Origin, Site};
@@ -17,9 +17,9 @@ use crate::check::violation::{Origin, Site};
 /// Where each instruction of one or more source files was written, by (core, name).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SourceLines {
-    lines: BTreeMap<(u32, String), (String, usize)>,
+    lines: BTreeMap<(u32, Name), (String, usize)>,
     /// (core, name) written more than once (e.g. in two functions): no line is claimed for it.
-    ambiguous: BTreeSet<(u32, String)>,
+    ambiguous: BTreeSet<(u32, Name)>,
 }
 
 impl SourceLines {
@@ -45,7 +45,7 @@ impl SourceLines {
 
     /// `FILE:LINE` of instruction `name` on `core`, when written once.
     pub fn at(&self, core: u32, name: &str) -> Option<String> {
-        self.lines.get(&(core, name.to_owned())).map(|(f, l)| format!("{f}:{l}"))
+        self.lines.get(&(core, Name::from(name))).map(|(f, l)| format!("{f}:{l}"))
     }
 
     /// The lines of one parsed file.
@@ -89,7 +89,7 @@ impl<'a> Names<'a> {
         let Some(name) = t.0.get(&site.core).and_then(|v| v.get(site.debug_id as usize)) else { return };
         site.inst = Some((*name).to_owned());
         site.origin = self.lines.and_then(|l| {
-            let key = (site.core, (*name).to_owned());
+            let key = (site.core, Name::from(*name));
             match l.lines.get(&key) {
                 Some((file, line)) => Some(Origin::Line { file: file.clone(), line: *line }),
                 None if l.ambiguous.contains(&key) => None,

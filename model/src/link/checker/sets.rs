@@ -185,7 +185,7 @@ pub fn check_tensor_map(linked: &Module, tm: &TensorMap) -> Vec<LinkViolation> {
             bad(format!("two external locations are named `{}`", l.name));
             continue;
         }
-        let Some(e) = tm.entries.get(&l.name) else {
+        let Some(e) = tm.entries.get(l.name.as_str()) else {
             bad(format!("external `{}` has no entry", l.name));
             continue;
         };
