@@ -665,10 +665,7 @@ fn the_header_the_dispatch_callees_and_the_inserted_counts_are_each_checked() {
     let f = &mut two.functions[1];
     let mut again = f.insts[r].clone();
     again.name = "return_again".into();
-    f.insts.push(again);
-    let id = InstId::from_index(f.insts.len() - 1);
-    f.blocks.last_mut().unwrap().insts.push(id);
-    f.canonicalize();
+    append_inst(f, again);
     let v = check_link(&inputs, &two);
     assert!(has(&v, ViolationKind::Core, "(2 returns, 1 completion barriers"), "{v:#?}");
 
@@ -682,10 +679,7 @@ fn the_header_the_dispatch_callees_and_the_inserted_counts_are_each_checked() {
         let f = &mut more.functions[1];
         let mut extra = f.insts[from].clone();
         extra.name = name.into();
-        f.insts.push(extra);
-        let id = InstId::from_index(f.insts.len() - 1);
-        f.blocks.last_mut().unwrap().insts.push(id);
-        f.canonicalize();
+        append_inst(f, extra);
         let v = check_link(&inputs, &more);
         assert!(has(&v, ViolationKind::Core, want), "{name}: {v:#?}");
     }
@@ -793,7 +787,7 @@ fn a_copied_switch_with_another_instance_is_reported() {
         let cb = f.insts.iter().position(|i| i.name.starts_with("cb_return_")).unwrap();
         f.insts[cb].deps.push(Dep { inst: sw, kind: EdgeKind::Control });
     };
-    let fi = m.functions.iter().position(|f| f.attrs.neuron_core_id == Some(1)).unwrap();
+    let fi = core_function(&m, 1);
     switch(&mut inputs[1].functions[0], 0);
     let mut same = m.clone();
     copy(&mut same.functions[fi], 0);
@@ -851,7 +845,7 @@ fn an_unflagged_barrier_keeps_its_id() {
     let (c, k) = (0..inputs.len())
         .find_map(|c| inputs[c].functions[0].insts.iter().position(|i| i.name == "cb1").map(|k| (c, k)))
         .unwrap();
-    let fi = m.functions.iter().position(|f| f.attrs.neuron_core_id == Some(c as u32)).unwrap();
+    let fi = core_function(&m, c as u32);
     let linked_id = barrier_mut(&mut m.clone().functions[fi], "cb1").id;
     let Op::CoreBarrier(b) = &mut inputs[c].functions[0].insts[k].op else { unreachable!() };
     (b.flagged, b.id) = (false, linked_id);
@@ -870,7 +864,7 @@ fn an_unflagged_barrier_keeps_its_id() {
 fn an_input_barrier_named_like_a_completion_barrier_is_counted_once() {
     let (mut inputs, mut m) = linked4();
     let c = (0..inputs.len()).find(|&c| inputs[c].functions[0].inst_by_name("cb1").is_some()).unwrap();
-    let fi = m.functions.iter().position(|f| f.attrs.neuron_core_id == Some(c as u32)).unwrap();
+    let fi = core_function(&m, c as u32);
     for f in [&mut inputs[c].functions[0], &mut m.functions[fi]] {
         let id = f.inst_by_name("cb1").unwrap();
         f.insts[id.index()].name = "cb_return_user".into();
@@ -893,4 +887,17 @@ fn a_view_placed_apart_from_its_target_is_reported() {
     inputs[c].memlocs[view].address = Some(at + 0x1000);
     let v = check_link(&inputs, &m);
     assert!(has(&v, ViolationKind::Shared, &format!("view `{name}` had")), "{v:#?}");
+}
+
+/// The index of the linked module's function of core `core` (its `neuron_core_id`).
+fn core_function(m: &Module, core: u32) -> usize {
+    m.functions.iter().position(|f| f.attrs.neuron_core_id == Some(core)).expect("a function per input core")
+}
+
+/// Appends `inst` to `f`'s instruction arena and to its last block, then canonicalizes `f`.
+fn append_inst(f: &mut Function, inst: Inst) {
+    f.insts.push(inst);
+    let id = InstId::from_index(f.insts.len() - 1);
+    f.blocks.last_mut().expect("a function has a block").insts.push(id);
+    f.canonicalize();
 }
