@@ -215,7 +215,7 @@ fn every_violation_is_returned_not_just_the_first() {
 fn with_edges(m: &Module) -> (usize, String) {
     let f = &m.functions[2];
     let i = f.insts.iter().position(|i| i.name.starts_with('i') && !i.deps.is_empty()).unwrap();
-    (i, f.insts[i].name.clone().to_string())
+    (i, f.insts[i].name.to_string())
 }
 
 #[test]

@@ -123,8 +123,8 @@ pub fn split(program: &Module) -> Result<Vec<Module>, SplitError> {
                 && a != here
             {
                 if program.loc(r.loc).usage == Usage::Output {
-                    let loc = program.loc(r.loc).name.clone();
-                    return Err(SplitError::OutputReadCrossCore { loc: loc.to_string(), producer: a, reader: here });
+                    let loc = program.loc(r.loc).name.to_string();
+                    return Err(SplitError::OutputReadCrossCore { loc, producer: a, reader: here });
                 }
                 dependents.push(pair(p.index(), here));
                 consumers.push(pair(r.loc.index(), here));

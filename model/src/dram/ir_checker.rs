@@ -432,23 +432,23 @@ fn check_region(
         let address = l.address.unwrap_or(0);
         let size = page_up(l.byte_size());
         let end = address.saturating_add(size);
-        let name = || l.name.clone();
+        let name = || l.name.to_string();
         if address >= r.region_lo && address < r.floor {
-            out.push(IrViolation::BelowFloor { core, loc: name().to_string(), address, floor: r.floor });
+            out.push(IrViolation::BelowFloor { core, loc: name(), address, floor: r.floor });
         }
         if address < r.region_lo || end > r.ceiling {
             let (region_lo, region_hi) = (r.region_lo, r.ceiling);
-            out.push(IrViolation::OutOfRegion { core, loc: name().to_string(), address, end, region_lo, region_hi });
+            out.push(IrViolation::OutOfRegion { core, loc: name(), address, end, region_lo, region_hi });
         }
         if cc.collective(id, bit) {
             if address < cc_base {
-                out.push(IrViolation::CollectiveOutsideCcRegion { core, loc: name().to_string(), address, cc_base });
+                out.push(IrViolation::CollectiveOutsideCcRegion { core, loc: name(), address, cc_base });
             }
         } else if address < cc_base && end > cc_base {
-            out.push(IrViolation::CrossesCcCeiling { core, loc: name().to_string(), address, end, cc_base });
+            out.push(IrViolation::CrossesCcCeiling { core, loc: name(), address, end, cc_base });
         }
         if size > 0 && size <= PAGE && address / PAGE != (end - 1) / PAGE {
-            out.push(IrViolation::PageStraddle { core, loc: name().to_string(), address, size });
+            out.push(IrViolation::PageStraddle { core, loc: name(), address, size });
         }
     }
 }
@@ -465,8 +465,8 @@ fn overlaps(m: &Module, core: u32, private: &[MemLocId], segs: &LiveSegments, ou
         private.iter().enumerate().flat_map(|(i, &id)| segs.get(id).iter().map(move |&(f, t)| (i, f, t))).collect();
     for (i, j, time) in super::sweep::overlapping_pairs(&ranges, lists, usize::MAX).pairs {
         let ((a_lo, a_hi), (b_lo, b_hi)) = (ranges[i], ranges[j]);
-        let (a, b) = (m.loc(private[i]).name.clone(), m.loc(private[j]).name.clone());
-        out.push(IrViolation::Overlap { core, a: a.to_string(), a_lo, a_hi, b: b.to_string(), b_lo, b_hi, time });
+        let (a, b) = (m.loc(private[i]).name.to_string(), m.loc(private[j]).name.to_string());
+        out.push(IrViolation::Overlap { core, a, a_lo, a_hi, b, b_lo, b_hi, time });
     }
 }
 
@@ -543,27 +543,15 @@ fn check_views(targets: &Targets<'_>, index: usize, out: &mut Vec<IrViolation>) 
     for l in &m.memlocs {
         let Some(r) = &l.remote_local_target else { continue };
         let Some(t) = found.next().copied().flatten() else {
-            let (view, target, target_core) = (l.name.clone(), r.name.clone(), r.core);
-            out.push(IrViolation::MissingRemote {
-                core,
-                view: view.to_string(),
-                target: target.to_string(),
-                target_core,
-            });
+            let (view, target, target_core) = (l.name.to_string(), r.name.to_string(), r.core);
+            out.push(IrViolation::MissingRemote { core, view, target, target_core });
             continue;
         };
         let got = (l.address, l.partition, l.bank);
         let want = (t.address, t.partition, t.bank);
         if got != want {
-            let (view, target, target_core) = (l.name.clone(), r.name.clone(), r.core);
-            out.push(IrViolation::SyncMismatch {
-                core,
-                view: view.to_string(),
-                got,
-                target: target.to_string(),
-                target_core,
-                want,
-            });
+            let (view, target, target_core) = (l.name.to_string(), r.name.to_string(), r.core);
+            out.push(IrViolation::SyncMismatch { core, view, got, target, target_core, want });
         }
     }
 }

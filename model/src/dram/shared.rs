@@ -408,20 +408,20 @@ pub fn sync_shared_allocations(modules: &mut [Module]) -> Result<Vec<Synced>, Sy
     }
     let mut updates: Vec<(usize, usize, Synced)> = Vec::with_capacity(wants.len());
     for (&(core, li, ti, name, target), &s) in wants.iter().zip(&slots) {
-        let view = || modules[core].memlocs[li].name.clone();
+        let view = || modules[core].memlocs[li].name.to_string();
         let rl = found[s].map(|i| &modules[ti].memlocs[i]).ok_or_else(|| SyncError::MissingTarget {
             core,
-            view: view().to_string(),
+            view: view(),
             name: name.to_owned(),
             target,
         })?;
         let address = rl.address.ok_or_else(|| SyncError::UnallocatedTarget {
             core,
-            view: view().to_string(),
+            view: view(),
             name: name.to_owned(),
             target,
         })?;
-        let s = Synced { core, view: view().to_string(), address, partition: rl.partition, bank: rl.bank };
+        let s = Synced { core, view: view(), address, partition: rl.partition, bank: rl.bank };
         updates.push((core, li, s));
     }
     if let Some(e) = early {

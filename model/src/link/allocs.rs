@@ -60,7 +60,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::LinkError;
 use super::defs::DefInfo;
 use super::names::NameTable;
-use crate::ir::{MemLocId, MemoryLocation, Module, RemoteLocalTarget, Usage};
+use crate::ir::{MemLocId, MemoryLocation, Module, Name, RemoteLocalTarget, Usage};
 use crate::marks;
 
 /// The linked module's locations and how every per-core location maps to them.
@@ -120,7 +120,7 @@ trait CloneWithoutName {
 impl CloneWithoutName for MemoryLocation {
     fn clone_without_name(&self) -> MemoryLocation {
         MemoryLocation {
-            name: crate::ir::Name::default(),
+            name: Name::default(),
             mem_type: self.mem_type,
             usage: self.usage,
             dtype: self.dtype,
@@ -204,7 +204,7 @@ pub fn copy_allocs(modules: &[Module], info: &DefInfo) -> Result<AllocPlan, Link
 impl<'a> Planner<'a> {
     /// Adds `loc` (aliases dropped) under `name`.
     /// Appends `loc` (aliases dropped) as `name`; the name must be claimed already.
-    fn push(&mut self, loc: &MemoryLocation, name: crate::ir::Name) -> MemLocId {
+    fn push(&mut self, loc: &MemoryLocation, name: Name) -> MemLocId {
         let id = MemLocId::from_index(self.plan.locs.len());
         let mut new = MemoryLocation { name, aliases: Vec::new(), ..loc.clone_without_name() };
         new.remote_local_target.clone_from(&loc.remote_local_target);

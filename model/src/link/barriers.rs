@@ -68,12 +68,8 @@ pub fn add_barrier(
     for &a in after {
         for &b in before {
             if at(b)? >= at(a)? {
-                let name = |id: InstId| f.insts[id.index()].name.clone();
-                return Err(AddBarrierError::NotEarlier {
-                    after: name(a).to_string(),
-                    before: name(b).to_string(),
-                    func: f.name.clone(),
-                });
+                let name = |id: InstId| f.insts[id.index()].name.to_string();
+                return Err(AddBarrierError::NotEarlier { after: name(a), before: name(b), func: f.name.clone() });
             }
         }
     }

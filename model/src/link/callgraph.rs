@@ -88,8 +88,8 @@ pub fn copy_modules_as_functions(l: &mut BirLinker<'_>) -> Result<AllocPlan, Lin
             }
             match output_writer.get(&w.loc) {
                 Some(&first) if first != core => {
-                    let name = l.main.memlocs[w.loc.index()].name.clone();
-                    return Err(LinkError::OutputWrittenTwice { name: name.to_string(), first, second: core });
+                    let name = l.main.memlocs[w.loc.index()].name.to_string();
+                    return Err(LinkError::OutputWrittenTwice { name, first, second: core });
                 }
                 Some(_) => {}
                 None => {

@@ -79,11 +79,11 @@ fn mutate(modules: &mut Vec<Module>, b: &mut Bytes<'_>) {
             let pick = usize::from(b.u8());
             let new = if pick % 2 == 0 {
                 let other = &modules[pick / 2 % modules.len()];
-                other.memlocs.get(k / n % other.memlocs.len().max(1)).map_or("z".to_string(), |l| l.name.to_string())
+                other.memlocs.get(k / n % other.memlocs.len().max(1)).map_or_else(|| "z".into(), |l| l.name.clone())
             } else {
-                format!("r{pick}")
+                compact_str::format_compact!("r{pick}")
             };
-            modules[core].memlocs[k % n].name = new.into();
+            modules[core].memlocs[k % n].name = new;
         }
         2 => {
             // Break a remote target.

@@ -48,8 +48,8 @@ pub fn place_by_hand(cores: &mut [Module]) {
                     private_end = (private_end + size).next_multiple_of(ALIGN);
                 }
                 Usage::Shared => {
-                    let key = l.remote_local_target.as_ref().map_or_else(|| l.name.clone(), |r| r.name.clone());
-                    let off = *shared.entry(key.to_string()).or_insert_with(|| {
+                    let key = l.remote_local_target.as_ref().map_or_else(|| l.name.to_string(), |r| r.name.to_string());
+                    let off = *shared.entry(key).or_insert_with(|| {
                         let off = shared_end;
                         shared_end = (shared_end + size).next_multiple_of(ALIGN);
                         off

@@ -17,6 +17,7 @@
 //! gen --ops N`) and refuses, with a typed error, more than
 //! [`MAX_OPS_PER_CORE`] per core or [`MAX_OPS_TOTAL`] in all.
 
+use compact_str::format_compact;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -390,7 +391,7 @@ impl Gen {
 
     fn new_tensor(&mut self, len: u64) -> MemLocId {
         self.tmp += 1;
-        self.m.add_loc(MemoryLocation::dram(compact_str::format_compact!("t{}", self.tmp), Usage::Internal, len))
+        self.m.add_loc(MemoryLocation::dram(format_compact!("t{}", self.tmp), Usage::Internal, len))
     }
 
     fn push(&mut self, block: BlockId, name: Name, engine: Engine, op: Op, core: u32, srcs: &[usize]) -> InstId {
@@ -412,7 +413,7 @@ impl Gen {
 
     fn op(&mut self, block: BlockId) {
         let core = self.rng.random_range(0..self.cfg.cores);
-        let name = compact_str::format_compact!("i{}", self.f.insts.len());
+        let name = format_compact!("i{}", self.f.insts.len());
         let kind = self.rng.random_range(0..6u32);
         let (engine, op, srcs, out_len) = match kind {
             0 => {
@@ -474,7 +475,7 @@ impl Gen {
             let src = self.ap_of(s, len);
             let loc = self.new_tensor(len);
             let dst = AccessPattern { loc, offset: 0, len };
-            let name = compact_str::format_compact!("i{}", self.f.insts.len());
+            let name = format_compact!("i{}", self.f.insts.len());
             let id = self.push(
                 block,
                 name,
@@ -491,7 +492,7 @@ impl Gen {
                 partials.iter().map(|&p| AccessPattern { loc: self.tensors[p].loc, offset: 0, len }).collect();
             let loc = self.new_tensor(len);
             let dst = AccessPattern { loc, offset: 0, len };
-            let name = compact_str::format_compact!("i{}", self.f.insts.len());
+            let name = format_compact!("i{}", self.f.insts.len());
             let id =
                 self.push(block, name, Engine::Dve, Op::Compute { kind: ComputeKind::Add, srcs, dst }, core, &partials);
             self.f.insts[id.index()].collective = true;
@@ -514,7 +515,7 @@ impl Gen {
             let loc = self.preplaced(format!("out{o}"), Usage::Output, len);
             let src = AccessPattern { loc: self.tensors[t].loc, offset: 0, len };
             let dst = AccessPattern { loc, offset: 0, len };
-            let name = compact_str::format_compact!("i{}", self.f.insts.len());
+            let name = format_compact!("i{}", self.f.insts.len());
             self.push(block, name, Engine::Sp, Op::DmaCopy { src, dst }, core, &[t]);
         }
     }

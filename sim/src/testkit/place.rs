@@ -44,7 +44,7 @@ pub fn place(modules: &mut [Module], opts: &PlaceOptions) {
                 }
                 Usage::Shared if l.remote_local_target.is_none() => {
                     l.address = Some(shared_next);
-                    shared_at.insert((core as u32, l.name.clone().to_string()), shared_next);
+                    shared_at.insert((core as u32, l.name.to_string()), shared_next);
                     shared_next += size;
                 }
                 _ => {}
@@ -60,7 +60,7 @@ pub fn place(modules: &mut [Module], opts: &PlaceOptions) {
     for m in modules.iter_mut() {
         for l in &mut m.memlocs {
             let Some(r) = &l.remote_local_target else { continue };
-            let mut at = shared_at.get(&(r.core, r.name.clone().to_string())).copied();
+            let mut at = shared_at.get(&(r.core, r.name.to_string())).copied();
             if let Some((name, delta)) = &opts.unsync_shared
                 && name == r.name
             {
