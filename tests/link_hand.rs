@@ -462,7 +462,7 @@ func main
     // c already waits for a (control): only c<-b, d<-a, d<-b are new.
     assert_eq!(add_barrier(f, &[a, b], &[c, d], EdgeKind::Control), Ok(3));
     assert_eq!(r.hits("link.barrier.add_barrier"), 1);
-    let deps = |f: &Function, i: InstId| f.insts[i.index()].deps.clone();
+    let deps = |f: &Function, i: InstId| f.insts[i.index()].deps.to_vec();
     assert_eq!(deps(f, c), [Dep { inst: a, kind: EdgeKind::Control }, Dep { inst: b, kind: EdgeKind::Control }]);
     assert_eq!(deps(f, d), [Dep { inst: a, kind: EdgeKind::Control }, Dep { inst: b, kind: EdgeKind::Control }]);
     assert_eq!(add_barrier(f, &[a, b], &[c, d], EdgeKind::Control), Ok(0), "idempotent");

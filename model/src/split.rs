@@ -467,7 +467,7 @@ fn clone_inst(o: &CoreOut, pinst: &Inst, a: &Analysis<'_>, local: &Dense, arr_st
         }
         other => other.clone(),
     };
-    let mut deps = Vec::new();
+    let mut deps = Deps::new();
     for d in &pinst.deps {
         if a.cores[d.inst.index()] == core
             && let Some(mine) = local.get(d.inst.index())

@@ -68,7 +68,7 @@ fn core_module(cores: u32, core: u32, n: usize) -> Module {
             let mut i = Inst::new(
                 format!("h{j}"),
                 Engine::Act,
-                Op::Compute { kind: ComputeKind::Relu, srcs: vec![ap(src, 16)], dst: ap(s, 16) },
+                Op::Compute { kind: ComputeKind::Relu, srcs: smallvec![ap(src, 16)], dst: ap(s, 16) },
             );
             i.deps = prev.map(|p| Dep { inst: p.1, kind: EdgeKind::Data }).into_iter().collect();
             let h = f.push_inst(BlockId(0), i);
@@ -80,7 +80,7 @@ fn core_module(cores: u32, core: u32, n: usize) -> Module {
                 Engine::Sp,
                 Op::CoreBarrier(CoreBarrier { group: j * cores + core, participants: parts, id: 2 * j, flagged: true }),
             );
-            give.deps = vec![Dep { inst: h, kind: EdgeKind::Control }];
+            give.deps = smallvec![Dep { inst: h, kind: EdgeKind::Control }];
             f.push_inst(BlockId(0), give);
             let mut parts = vec![prevc, core];
             parts.sort_unstable();
@@ -103,9 +103,9 @@ fn core_module(cores: u32, core: u32, n: usize) -> Module {
             let mut i = Inst::new(
                 format!("u{j}"),
                 Engine::Dve,
-                Op::Compute { kind: ComputeKind::Add, srcs: vec![ap(v, 16), ap(w, 16)], dst: ap(t, 16) },
+                Op::Compute { kind: ComputeKind::Add, srcs: smallvec![ap(v, 16), ap(w, 16)], dst: ap(t, 16) },
             );
-            i.deps = vec![Dep { inst: cb, kind: EdgeKind::Control }];
+            i.deps = smallvec![Dep { inst: cb, kind: EdgeKind::Control }];
             prev = Some((t, f.push_inst(BlockId(0), i)));
             j += 1;
             continue;
@@ -123,7 +123,7 @@ fn core_module(cores: u32, core: u32, n: usize) -> Module {
             Inst::new(
                 format!("i{k}"),
                 Engine::Dve,
-                Op::Compute { kind: ComputeKind::Add, srcs: vec![ap(src, 16), ap(x, 16)], dst: ap(t, 16) },
+                Op::Compute { kind: ComputeKind::Add, srcs: smallvec![ap(src, 16), ap(x, 16)], dst: ap(t, 16) },
             )
         };
         i.deps = prev.map(|p| Dep { inst: p.1, kind: EdgeKind::Data }).into_iter().collect();

@@ -15,6 +15,16 @@ use std::fmt;
 /// so comparing or hashing a typical name reads no second heap object.
 pub type Name = compact_str::CompactString;
 
+/// A compute instruction's sources: up to two inline (every arity but a wide
+/// add), so reading an instruction's operands chases no pointer to a heap block.
+pub type Srcs = smallvec::SmallVec<[AccessPattern; 2]>;
+
+/// An instruction's dependency edges: up to two inline (24 bytes, as a `Vec`),
+/// so walking a function's edges chases no pointer per instruction.
+pub type Deps = smallvec::SmallVec<[Dep; 2]>;
+
+pub use smallvec::smallvec;
+
 macro_rules! typed_id {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
         $(#[$doc])*
@@ -420,7 +430,7 @@ pub enum Op {
         /// Which arithmetic.
         kind: ComputeKind,
         /// Operands.
-        srcs: Vec<AccessPattern>,
+        srcs: Srcs,
         /// Result.
         dst: AccessPattern,
     },
@@ -470,20 +480,20 @@ pub struct Inst {
     /// Part of a collective (counted by `cc_buffer_size`, seed 004).
     pub collective: bool,
     /// Instructions this one runs after.
-    pub deps: Vec<Dep>,
+    pub deps: Deps,
 }
 
 impl Inst {
     /// A new instruction with no core, queue, flags or deps.
     pub fn new(name: impl Into<Name>, engine: Engine, op: Op) -> Self {
-        Inst { name: name.into(), op, engine, core: None, queue: None, collective: false, deps: Vec::new() }
+        Inst { name: name.into(), op, engine, core: None, queue: None, collective: false, deps: Deps::new() }
     }
 
     /// The access patterns this instruction reads.
     pub fn reads(&self) -> Vec<AccessPattern> {
         match &self.op {
             Op::DmaCopy { src, .. } => vec![*src],
-            Op::Compute { srcs, .. } => srcs.clone(),
+            Op::Compute { srcs, .. } => srcs.to_vec(),
             _ => Vec::new(),
         }
     }

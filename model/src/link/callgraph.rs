@@ -153,7 +153,7 @@ pub fn copy_instrs_2_bb(
             let deps = if inst_dm[old.index()].index() == dst.insts.len() {
                 o.deps.iter().map(|d| Dep { inst: inst_dm[d.inst.index()], kind: d.kind }).collect()
             } else {
-                Vec::new()
+                Deps::new()
             };
             let nw = Inst {
                 name: o.name.clone(),

@@ -302,7 +302,7 @@ mod tests {
         assert!(fast.is_canonical());
         assert_eq!(fast.insts[3].deps.last(), Some(&Dep { inst: InstId(2), kind: EdgeKind::Control }));
         assert_eq!(
-            fast.insts[6].deps,
+            fast.insts[6].deps.as_slice(),
             [
                 Dep { inst: InstId(4), kind: EdgeKind::Data },
                 Dep { inst: InstId(3), kind: EdgeKind::Data },

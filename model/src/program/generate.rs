@@ -158,7 +158,7 @@ const IO_ALIGN: u64 = 4096;
 /// An op's operation before its result tensor exists.
 enum Body {
     Dma(AccessPattern),
-    Compute(ComputeKind, Vec<AccessPattern>),
+    Compute(ComputeKind, Srcs),
 }
 
 struct Tensor {
@@ -397,7 +397,7 @@ impl Gen {
     fn push(&mut self, block: BlockId, name: Name, engine: Engine, op: Op, core: u32, srcs: &[usize]) -> InstId {
         let mut inst = Inst::new(name, engine, op);
         inst.core = Some(core);
-        let mut deps: Vec<Dep> = srcs
+        let mut deps: Deps = srcs
             .iter()
             .filter_map(|&t| self.tensors[t].producer)
             .map(|inst| Dep { inst, kind: EdgeKind::Data })
@@ -435,14 +435,14 @@ impl Gen {
                 let len = self.len();
                 let s = self.operand(core, len);
                 let ap = self.ap_of(s, len);
-                (Engine::Act, Body::Compute(ComputeKind::Relu, vec![ap]), vec![s], len)
+                (Engine::Act, Body::Compute(ComputeKind::Relu, smallvec![ap]), vec![s], len)
             }
             4 => {
                 let out = 1 + self.len() / 8;
                 let k = 1 + self.rng.random_range(0..8u64).min((self.cfg.max_elems / out).saturating_sub(1));
                 let s = self.operand(core, out * k);
                 let ap = self.ap_of(s, out * k);
-                (Engine::Pool, Body::Compute(ComputeKind::Reduce, vec![ap]), vec![s], out)
+                (Engine::Pool, Body::Compute(ComputeKind::Reduce, smallvec![ap]), vec![s], out)
             }
             _ => {
                 // Keep both operands within max_elems: every dimension <= sqrt(max_elems).
@@ -451,7 +451,7 @@ impl Gen {
                 let (m, k, n) = (dim(self), dim(self), dim(self));
                 let a = self.operand(core, u64::from(m * k));
                 let b = self.operand(core, u64::from(k * n));
-                let aps = vec![self.ap_of(a, u64::from(m * k)), self.ap_of(b, u64::from(k * n))];
+                let aps = smallvec![self.ap_of(a, u64::from(m * k)), self.ap_of(b, u64::from(k * n))];
                 (Engine::Pe, Body::Compute(ComputeKind::MatMul { m, k, n }, aps), vec![a, b], u64::from(m * n))
             }
         };
@@ -480,7 +480,7 @@ impl Gen {
                 block,
                 name,
                 Engine::Act,
-                Op::Compute { kind: ComputeKind::Relu, srcs: vec![src], dst },
+                Op::Compute { kind: ComputeKind::Relu, srcs: smallvec![src], dst },
                 core,
                 &[s],
             );
@@ -488,7 +488,7 @@ impl Gen {
             partials.push(self.tensors.len() - 1);
         }
         for core in 0..self.cfg.cores {
-            let srcs: Vec<AccessPattern> =
+            let srcs: Srcs =
                 partials.iter().map(|&p| AccessPattern { loc: self.tensors[p].loc, offset: 0, len }).collect();
             let loc = self.new_tensor(len);
             let dst = AccessPattern { loc, offset: 0, len };
