@@ -167,6 +167,22 @@ fn bench_flow_prints_stages_growth_and_targets() {
     let growth_line = growth.lines().find(|l| l.trim_start().starts_with("split + allocate")).expect("a growth line");
     let judged = growth_line.split("->").nth(1).and_then(|r| r.split_whitespace().next()).expect("the larger figure");
     assert_eq!(cpu_of(median_line), judged, "median line `{median_line}` vs growth line `{growth_line}`");
+    // Every growth line carries the range over the pairings of runs, around the medians' growth.
+    for line in
+        growth.lines().take_while(|l| !l.starts_with("targets")).filter(|l| l.contains(" -> ") && l.contains('['))
+    {
+        let num = |t: &str| t.trim_end_matches('x').parse::<f64>().unwrap_or_else(|e| panic!("`{t}` in `{line}`: {e}"));
+        let g = num(line
+            .split(']')
+            .next()
+            .and_then(|h| h.split('[').next())
+            .and_then(|h| h.split_whitespace().last())
+            .unwrap());
+        let range = line.split('[').nth(1).and_then(|r| r.split(']').next()).expect("a range");
+        let (lo, hi) = range.split_once("..").map(|(l, h)| (num(l.trim()), num(h.trim()))).expect("low .. high");
+        assert!(lo <= g + 0.05 && g <= hi + 0.05, "growth outside its range: `{line}`");
+    }
+    assert!(growth.lines().filter(|l| l.contains('[')).count() >= 10, "no ranges in:\n{growth}");
     // The runs are taken in rounds, each size once per round, ascending.
     let at = |needle: &str| s.find(needle).unwrap_or_else(|| panic!("no `{needle}` in:\n{s}"));
     let order = ["size 20: run 2 of 3", "size 200: run 2 of 3", "size 20: run 3 of 3", "size 200: run 3 of 3"];

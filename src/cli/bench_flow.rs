@@ -167,6 +167,8 @@ struct SizeFigures {
     size: u32,
     instructions: usize,
     items: Vec<Item>,
+    /// Per item, the fastest and the slowest run's judged time, ms.
+    spread: Vec<(f64, f64)>,
     total_ms: f64,
     peak: Option<u64>,
 }
@@ -234,6 +236,12 @@ fn figures(a: &BenchFlowArgs, s: &SizeRuns) -> SizeFigures {
             peak: runs.iter().filter_map(|r| r.items.get(i)?.peak).max(),
         })
         .collect::<Vec<_>>();
+    let spread = (0..first.items.len())
+        .map(|i| {
+            let t = runs.iter().filter_map(|r| r.items.get(i)).map(Item::judged_ms);
+            t.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| (lo.min(x), hi.max(x)))
+        })
+        .collect();
     if a.reps > 1 {
         println!("size {} x {} cores: median of {} runs (peak RSS: the largest):", s.size, a.cores, a.reps);
         items.iter().for_each(print_item);
@@ -247,7 +255,7 @@ fn figures(a: &BenchFlowArgs, s: &SizeRuns) -> SizeFigures {
         a.reps,
         mib(peak)
     );
-    SizeFigures { size: s.size, instructions, items, total_ms, peak }
+    SizeFigures { size: s.size, instructions, items, spread, total_ms, peak }
 }
 
 /// Every size's runs, taken in rounds: round k runs each size once, in
@@ -278,6 +286,14 @@ fn growth(a_ms: f64, b_ms: f64, a_size: u32, b_size: u32) -> f64 {
     let steps = (f64::from(b_size) / f64::from(a_size)).log10();
     let ratio = b_ms / a_ms.max(1e-3);
     if steps <= 0.0 { ratio } else { ratio.powf(1.0 / steps) }
+}
+
+/// The range of a stage's growth per 10x over its runs: from the smaller
+/// size's slowest run against the larger size's fastest, to the smaller size's
+/// fastest against the larger size's slowest. A miss whose low end is over the
+/// target holds on every pairing of runs; one whose low end is not may be noise.
+fn growth_range(a: (f64, f64), b: (f64, f64), a_size: u32, b_size: u32) -> (f64, f64) {
+    (growth(a.1, b.0, a_size, b_size), growth(a.0, b.1, a_size, b_size))
 }
 
 /// A stage's growth per 10x and its verdict: `not judged` under [`JUDGE_MS`]
@@ -314,27 +330,46 @@ pub fn run(a: &BenchFlowArgs) -> Result<ExitCode, CliError> {
         "wall (no thread CPU clock here)"
     };
     println!(
-        "growth per 10x of {clock} time (judged: stages of >= {JUDGE_MS} ms at the larger size; target <= {TARGET_GROWTH}x)"
+        "growth per 10x of {clock} time (judged: stages of >= {JUDGE_MS} ms at the larger size; target <= {TARGET_GROWTH}x); \
+         [low .. high]: the growth over every pairing of runs (a miss whose low end is over the target is not noise)"
     );
+    let mut robust = 0;
     for w in figs.windows(2) {
         let (x, y) = (&w[0], &w[1]);
         println!("  {} -> {} instructions per core:", x.size, y.size);
         for (i, it) in y.items.iter().enumerate() {
             let Some(prev) = x.items.get(i).filter(|p| p.name == it.name) else { continue };
             let (g, verdict) = judge(prev.judged_ms(), it.judged_ms(), x.size, y.size);
+            let none = (f64::NAN, f64::NAN);
+            let (lo, hi) = growth_range(
+                x.spread.get(i).copied().unwrap_or(none),
+                y.spread.get(i).copied().unwrap_or(none),
+                x.size,
+                y.size,
+            );
             println!(
-                "    {:<48} {:>10.1} -> {:>10.1} ms  {:>7.2}x  {verdict}",
+                "    {:<48} {:>10.1} -> {:>10.1} ms  {:>7.2}x  [{lo:>5.1} .. {hi:>5.1}]  {verdict}",
                 it.name,
                 prev.judged_ms(),
                 it.judged_ms(),
                 g
             );
             if verdict == "FAIL" {
-                misses.push(format!("{} grows {g:.2}x per 10x ({} -> {})", it.name, x.size, y.size));
+                robust += usize::from(lo > TARGET_GROWTH);
+                misses.push(format!(
+                    "{} grows {g:.2}x per 10x ({} -> {}; {lo:.1}x to {hi:.1}x over the runs)",
+                    it.name, x.size, y.size
+                ));
             }
         }
         let g = growth(x.total_ms, y.total_ms, x.size, y.size);
         println!("    {:<48} {:>10.1} -> {:>10.1} ms  {:>7.2}x", "end to end", x.total_ms, y.total_ms, g);
+    }
+    let growth_misses = misses.len();
+    if growth_misses > 0 {
+        println!(
+            "growth misses: {growth_misses}, of which {robust} hold on every pairing of runs (low end over {TARGET_GROWTH}x)"
+        );
     }
     let Some(last) = figs.last() else { return Err(CliError::BadInput("no sizes".into())) };
     let secs = last.total_ms / 1e3;
@@ -371,7 +406,7 @@ pub fn run(a: &BenchFlowArgs) -> Result<ExitCode, CliError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{judge, median};
+    use super::{growth_range, judge, median};
 
     #[test]
     fn growth_is_scaled_to_a_10x_step_and_judged_only_above_the_floor() {
@@ -386,6 +421,20 @@ mod tests {
         assert_eq!(judge(10.0, 100_000.0, 1_000, 100_000).1, "FAIL");
         // Under the floor at the larger size: printed, not judged.
         assert_eq!(judge(0.1, 40.0, 1_000, 10_000).1, "not judged");
+    }
+
+    #[test]
+    fn growth_range_pairs_the_slowest_with_the_fastest_run() {
+        // Smaller size 90..110 ms, larger 1100..1400 ms: 10x..15.56x per 10x.
+        let (lo, hi) = growth_range((90.0, 110.0), (1100.0, 1400.0), 1_000, 10_000);
+        assert!((lo - 10.0).abs() < 1e-9, "{lo}");
+        assert!((hi - 1400.0 / 90.0).abs() < 1e-9, "{hi}");
+        // One run each: the range is the point.
+        let (lo, hi) = growth_range((100.0, 100.0), (1300.0, 1300.0), 1_000, 10_000);
+        assert!((lo - 13.0).abs() < 1e-9 && (hi - 13.0).abs() < 1e-9);
+        // Scaled to a 10x step over 100x in size, as the growth is.
+        let (lo, _) = growth_range((10.0, 10.0), (1440.0, 2000.0), 1_000, 100_000);
+        assert!((lo - 12.0).abs() < 1e-9, "{lo}");
     }
 
     #[test]
