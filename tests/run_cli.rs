@@ -156,6 +156,7 @@ fn bench_flow_prints_stages_growth_and_targets() {
     ] {
         assert!(s.contains(needle), "no `{needle}` in:\n{s}");
     }
+    assert!(!s.contains("growth misses"), "a passing run counts no miss:\n{s}");
     // The figures printed as the medians are the ones the growth is judged on.
     let medians = s.split("size 200 x 2 cores: median of 3 runs").nth(1).expect("the larger size's medians");
     let cpu_of = |line: &str| -> String {

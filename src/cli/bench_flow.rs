@@ -296,6 +296,18 @@ fn growth_range(a: (f64, f64), b: (f64, f64), a_size: u32, b_size: u32) -> (f64,
     (growth(a.1, b.0, a_size, b_size), growth(a.0, b.1, a_size, b_size))
 }
 
+/// The line that counts the growth misses and, of them, those whose low end
+/// (`lows`, one per miss) is over the target; `None` without a miss.
+fn miss_summary(lows: &[f64]) -> Option<String> {
+    let robust = lows.iter().filter(|&&lo| lo > TARGET_GROWTH).count();
+    (!lows.is_empty()).then(|| {
+        format!(
+            "growth misses: {}, of which {robust} hold on every pairing of runs (low end over {TARGET_GROWTH}x)",
+            lows.len()
+        )
+    })
+}
+
 /// A stage's growth per 10x and its verdict: `not judged` under [`JUDGE_MS`]
 /// at the larger size, else PASS or FAIL against [`TARGET_GROWTH`].
 fn judge(a_ms: f64, b_ms: f64, a_size: u32, b_size: u32) -> (f64, &'static str) {
@@ -333,7 +345,7 @@ pub fn run(a: &BenchFlowArgs) -> Result<ExitCode, CliError> {
         "growth per 10x of {clock} time (judged: stages of >= {JUDGE_MS} ms at the larger size; target <= {TARGET_GROWTH}x); \
          [low .. high]: the growth over every pairing of runs (a miss whose low end is over the target is not noise)"
     );
-    let mut robust = 0;
+    let mut miss_lows = Vec::new();
     for w in figs.windows(2) {
         let (x, y) = (&w[0], &w[1]);
         println!("  {} -> {} instructions per core:", x.size, y.size);
@@ -355,7 +367,7 @@ pub fn run(a: &BenchFlowArgs) -> Result<ExitCode, CliError> {
                 g
             );
             if verdict == "FAIL" {
-                robust += usize::from(lo > TARGET_GROWTH);
+                miss_lows.push(lo);
                 misses.push(format!(
                     "{} grows {g:.2}x per 10x ({} -> {}; {lo:.1}x to {hi:.1}x over the runs)",
                     it.name, x.size, y.size
@@ -365,11 +377,8 @@ pub fn run(a: &BenchFlowArgs) -> Result<ExitCode, CliError> {
         let g = growth(x.total_ms, y.total_ms, x.size, y.size);
         println!("    {:<48} {:>10.1} -> {:>10.1} ms  {:>7.2}x", "end to end", x.total_ms, y.total_ms, g);
     }
-    let growth_misses = misses.len();
-    if growth_misses > 0 {
-        println!(
-            "growth misses: {growth_misses}, of which {robust} hold on every pairing of runs (low end over {TARGET_GROWTH}x)"
-        );
+    if let Some(line) = miss_summary(&miss_lows) {
+        println!("{line}");
     }
     let Some(last) = figs.last() else { return Err(CliError::BadInput("no sizes".into())) };
     let secs = last.total_ms / 1e3;
@@ -406,7 +415,7 @@ pub fn run(a: &BenchFlowArgs) -> Result<ExitCode, CliError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{growth_range, judge, median};
+    use super::{growth_range, judge, median, miss_summary};
 
     #[test]
     fn growth_is_scaled_to_a_10x_step_and_judged_only_above_the_floor() {
@@ -435,6 +444,15 @@ mod tests {
         // Scaled to a 10x step over 100x in size, as the growth is.
         let (lo, _) = growth_range((10.0, 10.0), (1440.0, 2000.0), 1_000, 100_000);
         assert!((lo - 12.0).abs() < 1e-9, "{lo}");
+    }
+
+    #[test]
+    fn the_miss_summary_counts_the_misses_over_the_target_at_their_low_end() {
+        assert_eq!(miss_summary(&[]), None);
+        let line = miss_summary(&[12.5, 12.0, 11.0]).expect("three misses");
+        assert_eq!(line, "growth misses: 3, of which 1 hold on every pairing of runs (low end over 12x)");
+        let line = miss_summary(&[13.0, 14.0, 12.0]).expect("three misses");
+        assert_eq!(line, "growth misses: 3, of which 2 hold on every pairing of runs (low end over 12x)");
     }
 
     #[test]
