@@ -150,9 +150,12 @@ fn bench_flow_prints_stages_growth_and_targets() {
         "(target <= 120 s): PASS",
         "(target <= 8192 MiB): PASS",
         "result PASS",
+        "run 1 of 15, each stage as it finishes:",
         "run 1 of 3, each stage as it finishes:",
-        "run 3 of 3: end to end",
-        "median of 3 runs",
+        "size 20: run 15 of 15: end to end",
+        "size 200: run 3 of 3: end to end",
+        "size 20 x 2 cores: median of 15 runs",
+        "size 200 x 2 cores: median of 3 runs",
     ] {
         assert!(s.contains(needle), "no `{needle}` in:\n{s}");
     }
@@ -184,9 +187,17 @@ fn bench_flow_prints_stages_growth_and_targets() {
         assert!(lo <= g + 0.05 && g <= hi + 0.05, "growth outside its range: `{line}`");
     }
     assert!(growth.lines().filter(|l| l.contains('[')).count() >= 10, "no ranges in:\n{growth}");
-    // The runs are taken in rounds, each size once per round, ascending.
+    // The runs are taken in rounds, smaller sizes first; the larger size's 3 runs
+    // are spread over the smaller one's 15 (rounds 1, 6 and 11).
     let at = |needle: &str| s.find(needle).unwrap_or_else(|| panic!("no `{needle}` in:\n{s}"));
-    let order = ["size 20: run 2 of 3", "size 200: run 2 of 3", "size 20: run 3 of 3", "size 200: run 3 of 3"];
+    let order = [
+        "size 20: run 6 of 15",
+        "size 200: run 2 of 3",
+        "size 20: run 7 of 15",
+        "size 20: run 11 of 15",
+        "size 200: run 3 of 3",
+        "size 20: run 12 of 15",
+    ];
     assert!(order.windows(2).all(|w| at(w[0]) < at(w[1])), "rounds out of order:\n{s}");
     assert_eq!(lncsim(&["bench", "flow", "--sizes", "200,20"]).status.code(), Some(1), "sizes must ascend");
     assert_eq!(lncsim(&["bench", "flow", "--sizes", "300000"]).status.code(), Some(2), "bounded sizes");

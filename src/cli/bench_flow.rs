@@ -9,10 +9,14 @@
 //! end-to-end target and their ratios are timer noise: printed, not judged).
 //! Exits 1 on a miss, or when a run fails a check.
 //!
-//! The runs are taken in rounds, each size once per round in ascending order,
-//! so that a slow spell of the shared machine lands on every size alike rather
-//! than on one size's block of runs (a block-wise schedule let the machine's
-//! drift between blocks show up as growth).
+//! The largest size runs `--reps` times; a smaller size, whose runs are
+//! short, runs `--reps` times the size ratio, at most [`MAX_RUNS`] times, so
+//! its median (the denominator of every growth figure) is not one noisy run
+//! of a few milliseconds. The runs are taken in rounds, smaller sizes first in
+//! each, and each size's runs are spread evenly over the rounds, so that a
+//! slow spell of the shared machine lands on every size alike rather than on
+//! one size's block of runs (a block-wise schedule let the machine's drift
+//! between blocks show up as growth).
 //!
 //! Growth is judged on each stage's **on-CPU time** (this thread's
 //! `CLOCK_THREAD_CPUTIME_ID`, read as each stage finishes, the bench's own
@@ -45,7 +49,7 @@ pub struct BenchFlowArgs {
     /// Cores of every program.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub cores: u32,
-    /// Runs of each size; the median time of each stage is reported (1 to 15; the machine is noisy, so 3 by default).
+    /// Runs of the largest size (a smaller one runs this times the size ratio, at most 15); the median of each stage is reported (1 to 15).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=15))]
     pub reps: u32,
     /// Seed of the programs and of the runs.
@@ -62,6 +66,8 @@ const TARGET_S: f64 = 120.0;
 const MOONSHOT_S: f64 = 30.0;
 /// Peak RSS target, bytes.
 const TARGET_RSS: u64 = 8 << 30;
+/// Most runs of one size (a small size's runs are short, so it gets more).
+const MAX_RUNS: u32 = 15;
 /// Largest growth per 10x of any judged stage.
 const TARGET_GROWTH: f64 = 12.0;
 /// A stage is judged on its growth when its median at the larger size is at least this, ms.
@@ -177,7 +183,24 @@ struct SizeFigures {
 struct SizeRuns {
     size: u32,
     cfg: RunConfig,
+    /// How many runs this size gets ([`runs_of`]).
+    want: u32,
     runs: Vec<Run>,
+}
+
+/// The runs of a size: `reps` times how many times smaller it is than the
+/// largest size (rounded up), at least `reps`, at most [`MAX_RUNS`].
+fn runs_of(reps: u32, size: u32, largest: u32) -> u32 {
+    let ratio = largest.div_ceil(size.max(1));
+    reps.saturating_mul(ratio).clamp(reps, MAX_RUNS.max(reps))
+}
+
+/// Whether a size of `n` runs takes one in round `r` of `rounds`: its runs
+/// spread evenly, the first in round 0 (`ceil((r + 1) n / R) > ceil(r n / R)`).
+fn runs_in_round(r: u32, n: u32, rounds: u32) -> bool {
+    let rounds = u64::from(rounds.max(1));
+    let upto = |r: u32| (u64::from(r) * u64::from(n)).div_ceil(rounds);
+    upto(r + 1) > upto(r)
 }
 
 /// The run configuration of one size's generated program.
@@ -194,13 +217,13 @@ fn take_run(a: &BenchFlowArgs, s: &mut SizeRuns, peak_valid: bool, resets: &mut 
     let rep = s.runs.len();
     if rep == 0 {
         println!("size {} x {} cores:", s.size, a.cores);
-        if a.reps > 1 {
-            println!("  run 1 of {}, each stage as it finishes:", a.reps);
+        if s.want > 1 {
+            println!("  run 1 of {}, each stage as it finishes:", s.want);
         }
     }
     let mut r = one_run(&s.cfg, rep == 0, resets);
     if rep > 0 {
-        println!("  size {}: run {} of {}: end to end {:.1} ms", s.size, rep + 1, a.reps, r.total_ms);
+        println!("  size {}: run {} of {}: end to end {:.1} ms", s.size, rep + 1, s.want, r.total_ms);
     }
     if !r.report.passed() {
         return Err(CliError::CheckFailed(format!(
@@ -242,8 +265,8 @@ fn figures(a: &BenchFlowArgs, s: &SizeRuns) -> SizeFigures {
             t.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| (lo.min(x), hi.max(x)))
         })
         .collect();
-    if a.reps > 1 {
-        println!("size {} x {} cores: median of {} runs (peak RSS: the largest):", s.size, a.cores, a.reps);
+    if runs.len() > 1 {
+        println!("size {} x {} cores: median of {} runs (peak RSS: the largest):", s.size, a.cores, runs.len());
         items.iter().for_each(print_item);
     }
     let peak = items.iter().filter_map(|i| i.peak).max();
@@ -252,30 +275,39 @@ fn figures(a: &BenchFlowArgs, s: &SizeRuns) -> SizeFigures {
     println!(
         "  {instructions} instructions, end to end {:.1} ms (median of {}), peak RSS {} MiB",
         total_ms,
-        a.reps,
+        runs.len(),
         mib(peak)
     );
     SizeFigures { size: s.size, instructions, items, spread, total_ms, peak }
 }
 
-/// Every size's runs, taken in rounds: round k runs each size once, in
-/// ascending order. A slow spell of the shared machine then falls on every
-/// size alike instead of on one size's block of runs, so it does not bend the
-/// growth between sizes. Peaks of a size come from runs no larger size ran
-/// before (round 1, and every round of the largest size).
+/// Every size's runs, taken in rounds: as many rounds as the smallest size
+/// has runs; a round runs, in ascending order, each size whose runs fall in
+/// it ([`runs_in_round`]: spread evenly, every size in round 1). A slow spell
+/// of the shared machine then falls on every size alike instead of on one
+/// size's block of runs, so it does not bend the growth between sizes. Peaks
+/// of a size come from runs no larger size ran before (round 1, and every
+/// run of the largest size).
 fn measure_all(a: &BenchFlowArgs, resets: &mut bool) -> Result<Vec<SizeFigures>, CliError> {
+    let top = a.sizes.last().copied().unwrap_or(1);
     let mut sizes = a
         .sizes
         .iter()
-        .map(|&size| Ok(SizeRuns { size, cfg: size_config(a, size)?, runs: Vec::new() }))
+        .map(|&size| {
+            let want = runs_of(a.reps, size, top);
+            Ok(SizeRuns { size, cfg: size_config(a, size)?, want, runs: Vec::new() })
+        })
         .collect::<Result<Vec<_>, CliError>>()?;
     let largest = sizes.len().saturating_sub(1);
-    for round in 0..a.reps {
+    let rounds = sizes.iter().map(|s| s.want).max().unwrap_or(0);
+    for round in 0..rounds {
         if round == 1 {
-            println!("rounds 2 to {}: every size once per round, ascending", a.reps);
+            println!("rounds 2 to {rounds}: the sizes whose runs fall in the round, ascending");
         }
         for (k, s) in sizes.iter_mut().enumerate() {
-            take_run(a, s, round == 0 || k == largest, resets)?;
+            if runs_in_round(round, s.want, rounds) {
+                take_run(a, s, round == 0 || k == largest, resets)?;
+            }
         }
     }
     Ok(sizes.iter().map(|s| figures(a, s)).collect())
@@ -327,7 +359,7 @@ pub fn run(a: &BenchFlowArgs) -> Result<ExitCode, CliError> {
     }
     println!(
         "bench flow: lncsim run, every check on, {} cores, sizes {:?} instructions per core, tensors <= {} elements, \
-         seed {}, median of {} runs of each size taken in rounds",
+         seed {}, median of {} runs of the largest size (a smaller one: up to {MAX_RUNS}, by the size ratio), taken in rounds",
         a.cores, a.sizes, a.elems, a.seed, a.reps
     );
     let mut resets = true;
@@ -415,7 +447,23 @@ pub fn run(a: &BenchFlowArgs) -> Result<ExitCode, CliError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{growth_range, judge, median, miss_summary};
+    use super::{growth_range, judge, median, miss_summary, runs_in_round, runs_of};
+
+    #[test]
+    fn a_smaller_size_gets_more_runs_up_to_the_cap_and_spread_over_the_rounds() {
+        assert_eq!(runs_of(3, 100_000, 100_000), 3);
+        assert_eq!(runs_of(3, 50_000, 100_000), 6);
+        assert_eq!(runs_of(3, 30_000, 100_000), 12, "the ratio rounds up (4)");
+        assert_eq!(runs_of(3, 10_000, 100_000), 15, "capped");
+        assert_eq!(runs_of(15, 1_000, 100_000), 15);
+        assert_eq!(runs_of(1, 1, 200_000), 15);
+        // Three runs over fifteen rounds: rounds 0, 5 and 10.
+        let rounds: Vec<u32> = (0..15).filter(|&r| runs_in_round(r, 3, 15)).collect();
+        assert_eq!(rounds, [0, 5, 10]);
+        assert!((0..15).all(|r| runs_in_round(r, 15, 15)));
+        assert_eq!((0..15).filter(|&r| runs_in_round(r, 6, 15)).count(), 6);
+        assert_eq!((0..7).filter(|&r| runs_in_round(r, 7, 7)).count(), 7);
+    }
 
     #[test]
     fn growth_is_scaled_to_a_10x_step_and_judged_only_above_the_floor() {
