@@ -8,7 +8,8 @@ mod load_check;
 
 use lncsim_model::codegen::VarKind;
 use lncsim_model::codegen::record::{
-    DESCRIPTOR_SIZE, DeviceDescriptor, FLAG_COLLECTIVE, FLAG_RELOCATED, Opcode, Operand, RECORD_SIZE, Record, Wait,
+    DESCRIPTOR_SIZE, DeviceDescriptor, FLAG_COLLECTIVE, FLAG_RELOCATED, FLAG_SIGNAL, Opcode, Operand, RECORD_SIZE,
+    Record, Wait,
 };
 use lncsim_model::load::testkit::pack_generated;
 use lncsim_model::load::{CoreImage, Device, HNn, Isa, Model, Runtime, StreamImage};
@@ -245,15 +246,31 @@ fn records_changed_on_the_device_are_reported() {
     let mut d = DeviceDescriptor::decode(&orig).unwrap();
     d.queue += 1;
     rt.device().write(d_pa, &d.encode()).unwrap();
-    check(&[&at, &format!(": DMA on queue {} but its descriptor says", rec.ops[0].a)]);
+    let dma_line = format!(": DMA on queue {} of {} bytes but its descriptor says", rec.ops[0].a, rec.ops[0].c);
+    check(&[&at, &dma_line]);
+    restore((d_pa, orig.clone()));
+    // ... and of its descriptor's size.
+    let mut d = DeviceDescriptor::decode(&orig).unwrap();
+    d.size += 4;
+    rt.device().write(d_pa, &d.encode()).unwrap();
+    check(&[&at, &dma_line]);
     restore((d_pa, orig));
     // A compute record keeps its opcode.
     let (c, s, ip) = find(&rt, &images, |r| r.opcode == Opcode::Relu);
+    let at = format!("sg{c:02} {} ip ", s.engine.key());
     restore({
         let old = rewrite(&rt, &s, ip, |r| r.opcode = Opcode::Reduce);
-        check(&[&format!("sg{c:02} {} ip ", s.engine.key()), ": Relu became Reduce"]);
+        check(&[&at, ": Relu became Reduce"]);
         old
     });
+    // ... and every field but its memory operands: signal, debug id, the unused slot.
+    for edit in [(|r: &mut Record| r.signal ^= 1) as fn(&mut Record), |r| r.debug_id += 1, |r| r.ops[2].c += 1] {
+        restore({
+            let old = rewrite(&rt, &s, ip, edit);
+            check(&[&at, ": Relu became Relu"]);
+            old
+        });
+    }
     // A pseudo-add's expansion is a chain of Adds.
     let models = rt.models(HNn(1)).unwrap();
     let (sg, p) = models.iter().find_map(|m| m.kbin_patch_info.first().map(|p| (m.sg as usize, *p))).unwrap();
@@ -261,6 +278,36 @@ fn records_changed_on_the_device_are_reported() {
     restore({
         let old = rewrite(&rt, &s, p.device_ip, |r| r.opcode = Opcode::Mul);
         check(&[&format!("sg{sg:02} {} ip {}: expansion record 1 is Mul", s.engine.key(), p.neff_ip)]);
+        old
+    });
+    // ... whose first Add takes the pseudo's waits, whose last takes its signal,
+    // and each of which keeps its debug id and carries no immediate.
+    let at = format!("sg{sg:02} {} ip {}: expansion record", s.engine.key(), p.neff_ip);
+    let (first, last) = (p.device_ip, p.device_ip + p.expanded - 1);
+    assert!(p.expanded >= 2, "a patch grows the stream");
+    type Edit = (u64, fn(&mut Record));
+    let edits: [Edit; 5] = [
+        (first, |r| r.waits = Default::default()),
+        (last, |r| r.waits = [Some(Wait { sem: 0, value: 1 }), None]),
+        (first, |r| r.signal ^= 1),
+        (last, |r| r.debug_id += 1),
+        (last, |r| r.imm = 7),
+    ];
+    let waits_of = Record::decode(&rt.device().copy_out(s.pa + first * RECORD_SIZE as u64, 64).unwrap()).unwrap().waits;
+    for (k, (ip, edit)) in edits.into_iter().enumerate() {
+        if k == 0 && waits_of.iter().all(Option::is_none) {
+            continue; // this pseudo waits for nothing: no wait to drop
+        }
+        restore({
+            let old = rewrite(&rt, &s, ip, edit);
+            check(&[&at, " of ", "(expected waits"]);
+            old
+        });
+    }
+    // Flags: the signal flag on the last Add only.
+    restore({
+        let old = rewrite(&rt, &s, first, |r| r.flags |= FLAG_SIGNAL);
+        check(&[&at, " 1 is Add flags"]);
         old
     });
 }

@@ -34,7 +34,10 @@ use serde_json::Value;
 use super::device::Device;
 use super::image::{CoreImage, Isa, VarImage};
 use super::records::Model;
-use crate::codegen::record::{DESCRIPTOR_SIZE, DeviceDescriptor, FLAG_RELOCATED, Opcode, RECORD_SIZE, Record};
+use crate::codegen::record::{
+    DESCRIPTOR_SIZE, DeviceDescriptor, FLAG_COLLECTIVE, FLAG_RELOCATED, FLAG_SIGNAL, MAX_WAITS, Opcode, RECORD_SIZE,
+    Record,
+};
 use crate::neff::manifest::{DefJson, DmaDesc, VarType};
 use crate::neff::npy::{NPY_MAGIC, parse_header};
 use crate::neff::{Neff, Subgraph};
@@ -526,9 +529,13 @@ fn queue_indices(def: &DefJson) -> BTreeMap<String, u32> {
 }
 
 /// One lncsim stream: the device records are the NEFF's with every memory
-/// operand at `var pa + offset` (FLAG_RELOCATED), every `PseudoAddN` + `Ext`s
-/// a chain of `Add`s, everything else unchanged; every DMA names its ring
-/// descriptor's queue. Linear in records.
+/// operand at `var pa + offset` (FLAG_RELOCATED), every other field (flags,
+/// signal, waits, debug id, immediate, unused operand slots) unchanged; every
+/// `PseudoAddN` + `Ext`s a chain of `Add`s (`dst = src0 + src1`, then
+/// `dst = dst + src_k`), each with the pseudo's debug id and no immediate,
+/// the first with its waits and the others with none, the last with its
+/// signal and its signal and collective flags and the others with neither;
+/// every DMA names its ring descriptor's queue and size. Linear in records.
 fn check_stream(at: &str, file: &[u8], device: &[u8], var_pa: &dyn Fn(u32) -> Option<u64>, ring: &[u8]) -> Vec<String> {
     let mut bad = Vec::new();
     let neff: Vec<Record> = file.chunks(RECORD_SIZE).filter_map(|c| Record::decode(c).ok()).collect();
@@ -567,10 +574,21 @@ fn check_stream(at: &str, file: &[u8], device: &[u8], var_pa: &dyn Fn(u32) -> Op
             for e in exts {
                 srcs.extend_from_slice(&e.ops[..(e.imm as usize).min(e.ops.len())]);
             }
+            let last = srcs.len().saturating_sub(1);
             for k in 1..srcs.len() {
                 let Some(a) = take(&mut bad) else { continue };
-                if a.opcode != Opcode::Add || a.flags & FLAG_RELOCATED == 0 {
+                let flags = FLAG_RELOCATED | if k == last { r.flags & (FLAG_SIGNAL | FLAG_COLLECTIVE) } else { 0 };
+                if a.opcode != Opcode::Add || a.flags != flags {
                     bad.push(format!("{at} ip {i}: expansion record {k} is {:?} flags {:#x}", a.opcode, a.flags));
+                }
+                let waits = if k == 1 { r.waits } else { [None; MAX_WAITS] };
+                let signal = if k == last { r.signal } else { 0 };
+                if a.waits != waits || a.signal != signal || a.debug_id != r.debug_id || a.imm != 0 {
+                    bad.push(format!(
+                        "{at} ip {i}: expansion record {k} of {last} has waits {:?}, signal {}, debug id {}, imm {} \
+                         (expected waits {waits:?}, signal {signal}, debug id {}, imm 0)",
+                        a.waits, a.signal, a.debug_id, a.imm, r.debug_id
+                    ));
                 }
                 expect_op(&mut bad, &a, 0, r.ops[0].a, r.ops[0].b, r.ops[0].c, i);
                 if k == 1 {
@@ -598,13 +616,26 @@ fn check_stream(at: &str, file: &[u8], device: &[u8], var_pa: &dyn Fn(u32) -> Op
                         .checked_mul(DESCRIPTOR_SIZE)
                         .and_then(|o| ring.get(o..))
                         .and_then(DeviceDescriptor::decode);
-                    if desc.map(|x| x.queue) != Some(r.ops[0].a) {
-                        bad.push(format!("{at} ip {i}: DMA on queue {} but its descriptor says {desc:?}", r.ops[0].a));
+                    if desc.map(|x| (x.queue, x.size)) != Some((r.ops[0].a, u64::from(r.ops[0].c))) {
+                        bad.push(format!(
+                            "{at} ip {i}: DMA on queue {} of {} bytes but its descriptor says {desc:?}",
+                            r.ops[0].a, r.ops[0].c
+                        ));
                     }
                 }
             } else {
-                if g.opcode != r.opcode || g.flags != r.flags | FLAG_RELOCATED || g.waits != r.waits || g.imm != r.imm {
-                    bad.push(format!("{at} ip {i}: {:?} became {:?} flags {:#x}", r.opcode, g.opcode, g.flags));
+                if g.opcode != r.opcode
+                    || g.flags != r.flags | FLAG_RELOCATED
+                    || g.waits != r.waits
+                    || g.imm != r.imm
+                    || g.signal != r.signal
+                    || g.debug_id != r.debug_id
+                    || g.ops[n..] != r.ops[n..]
+                {
+                    bad.push(format!(
+                        "{at} ip {i}: {:?} became {:?} (flags {:#x} -> {:#x}, signal {} -> {}, debug id {} -> {})",
+                        r.opcode, g.opcode, r.flags, g.flags, r.signal, g.signal, r.debug_id, g.debug_id
+                    ));
                 }
                 for slot in 0..n {
                     expect_op(&mut bad, &g, slot, r.ops[slot].a, r.ops[slot].b, r.ops[slot].c, i);
