@@ -187,6 +187,9 @@ fn each_malformed_input_is_nrt_invalid_with_its_message_and_leaks_nothing() {
         ("exceeds var", records_edit(&b, &stream, |r| r[ip].ops[0].c = 1 << 30)),
         ("without a preceding PseudoAddN", records_edit(&b, &stream, |r| r[ip].opcode = Opcode::Ext)),
         ("DMA names descriptor 50", records_edit(&b, &dstream, |r| r[dip].ops[0].b = 50)),
+        // A DMA record that disagrees with its descriptor's size or queue.
+        ("bytes, but descriptor", records_edit(&b, &dstream, |r| r[dip].ops[0].c += 4)),
+        ("bytes, but descriptor", records_edit(&b, &dstream, |r| r[dip].ops[0].a += 1)),
         (
             "unknown opcode",
             rewrite(&b, &stream, |mut d| {

@@ -235,7 +235,7 @@ pub fn gen_kbin(mut mla: MlaResources<'_>, isa: Isa) -> Result<Kbin, LoadError> 
         let dma = descriptors(sg, e, &ids, &vars, &queues)?;
         let (records, device_records) = match isa {
             Isa::Lncsim => {
-                let (recs, n) = decode_stream(sg, e, &stream, &vars, &hot, &queues, dma.len())?;
+                let (recs, n) = decode_stream(sg, e, &stream, &vars, &hot, &dma)?;
                 (Some(recs), n)
             }
             Isa::Opaque => {

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::error::LoadError;
 use super::mla::{IMPLICIT_SCRATCHPAD, KbinVar, Place, bad};
-use super::relocate::{RelativeDescriptor, count_pseudo_instrs, memory_operands};
+use super::relocate::{RelativeDescriptor, count_pseudo_instrs};
 use super::var_table::VarTable;
 use crate::codegen::VarKind;
 use crate::codegen::record::{Opcode, Operand, RECORD_SIZE, Record};
@@ -274,8 +274,10 @@ pub(super) fn descriptors(
 }
 
 /// Decodes an lncsim stream and validates it: every memory operand inside an
-/// HBM var, every DMA naming a descriptor and queue that exist, pseudo
-/// sequences well formed. Returns the records and the device record count.
+/// HBM var, every DMA naming a descriptor that exists and carrying that
+/// descriptor's queue and size (a record that disagrees with its descriptor
+/// would move other bytes than the compiler planned), pseudo sequences well
+/// formed. Returns the records and the device record count.
 /// `hot` is [`hbm_sizes`] of `vars`. O(n) in records.
 pub(super) fn decode_stream(
     sg: &Subgraph,
@@ -283,8 +285,7 @@ pub(super) fn decode_stream(
     stream: &[u8],
     vars: &VarTable,
     hot: &[u64],
-    queues: &[String],
-    ndesc: usize,
+    dma: &[RelativeDescriptor],
 ) -> Result<(Vec<Record>, u64), LoadError> {
     let file = format!("{}/{}", sg.name, e.file_stem());
     let records = stream
@@ -293,13 +294,28 @@ pub(super) fn decode_stream(
         .map(|(i, c)| Record::decode(c).map_err(|err| bad(sg, format!("{file}.bin record {i}: {err}"))))
         .collect::<Result<Vec<_>, _>>()?;
     for (i, r) in records.iter().enumerate() {
-        if r.opcode == Opcode::Dma && (r.ops[0].b as usize >= ndesc || r.ops[0].a as usize >= queues.len()) {
-            return Err(bad(
-                sg,
-                format!("{file}.bin record {i}: DMA names descriptor {} queue {}", r.ops[0].b, r.ops[0].a),
-            ));
+        if r.opcode != Opcode::Dma {
+            continue;
         }
-        debug_assert!(memory_operands(r.opcode) <= 3);
+        let (queue, index, size) = (r.ops[0].a, r.ops[0].b, r.ops[0].c);
+        match dma.get(index as usize) {
+            Some(d) if d.queue == queue && d.size == u64::from(size) => {}
+            Some(d) => {
+                return Err(bad(
+                    sg,
+                    format!(
+                        "{file}.bin record {i}: DMA on queue {queue} of {size} bytes, but descriptor {index} is queue {} of {} bytes",
+                        d.queue, d.size
+                    ),
+                ));
+            }
+            None => {
+                return Err(bad(
+                    sg,
+                    format!("{file}.bin record {i}: DMA names descriptor {index} of {} (queue {queue})", dma.len()),
+                ));
+            }
+        }
     }
     let mut check = |op: Operand| -> Result<u64, String> {
         match hot.get(op.a as usize) {
