@@ -63,3 +63,22 @@ fn without_requested_faults_there_is_no_fault_verdict() {
     assert!(r.checks.iter().all(|c| c.name != SIM_FAULTS && c.name != FAULTY_LOAD));
     assert!(r.faults.is_empty());
 }
+
+const SHARED: &str = "every core's access to a shared tensor hits one address";
+const BARRIERS: &str = "barriers: no slot collision, every group complete, no deadlock";
+
+#[test]
+fn the_run_time_equalization_check_says_when_it_compared_nothing() {
+    // One core: no other core's view of a shared tensor (its completion barrier still runs).
+    let r = run(&RunConfig::generated(0, 1, SizeClass::Small));
+    assert!(r.passed(), "{r}");
+    assert!(
+        matches!(result(&r, SHARED), CheckResult::NotExercised(w) if w.contains("no access went through another core's var")),
+        "{r}"
+    );
+    assert_eq!(result(&r, BARRIERS), &CheckResult::Pass, "{r}");
+    // Four cores with handoffs: both compared something, and passed.
+    let r = run(&RunConfig::generated(0, 4, SizeClass::Small));
+    assert_eq!(result(&r, SHARED), &CheckResult::Pass, "{r}");
+    assert_eq!(result(&r, BARRIERS), &CheckResult::Pass, "{r}");
+}

@@ -30,6 +30,9 @@ pub(crate) struct MemRef {
     pub out_of_var: bool,
     /// A shared tensor whose var is not where the first core has it: the canonical address of this access.
     pub unequal: Option<u64>,
+    /// Through a shared tensor's var on another core than the first one declaring
+    /// it: an access the equalization check compares (counted as it runs).
+    pub compared: bool,
 }
 
 /// A wait `sem >= value`, with its slot in the semaphore's wanted-value list.

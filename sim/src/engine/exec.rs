@@ -36,6 +36,9 @@ impl Simulation {
                 let site = self.site(e, pc, Some(k as u8));
                 self.report_violation(Violation::OutOfVar { site, pa: m.pa, len: m.len, var_pa, var_size });
             }
+            if self.cfg.checks.equalization && m.compared {
+                self.shared_accesses += 1;
+            }
             if self.cfg.checks.equalization
                 && let Some(canonical_pa) = m.unequal
             {

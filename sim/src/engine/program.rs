@@ -175,6 +175,7 @@ impl Program {
                         && let Some(&c) = canonical.get(v.owner as usize).filter(|&&c| c != NONE)
                     {
                         m.unequal = canonical_access(m.pa, v.pa, self.vars.vars[c as usize].pa);
+                        m.compared = c != g;
                     }
                 }
             }

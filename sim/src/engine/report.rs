@@ -84,6 +84,11 @@ pub struct SimReport {
     pub hbm_bytes: u64,
     /// Bytes compute records read and wrote in HBM.
     pub compute_bytes: u64,
+    /// Accesses through a shared tensor's var on a core other than the first
+    /// declaring it, which the equalization check compared with the first's.
+    pub shared_accesses: u64,
+    /// Barrier arrivals executed on all engines.
+    pub barrier_arrivals: u64,
     /// Bytes of HBM the simulator mirrored (every var of every core).
     pub mirrored_bytes: u64,
     /// Per-core figures.

@@ -204,6 +204,7 @@ impl Simulation {
 
     /// A barrier arrival; releases the group when it is the last.
     fn arrive(&mut self, e: usize, ins: &Instr) {
+        self.barrier_arrivals += 1;
         let now = self.now;
         let (slot, group, count) = ins.barrier;
         let eng = &mut self.engines[e];

@@ -66,6 +66,10 @@ pub struct Simulation {
     pub(crate) instructions: u64,
     pub(crate) hbm_bytes: u64,
     pub(crate) compute_bytes: u64,
+    /// Accesses the equalization check compared (see `MemRef::compared`).
+    pub(crate) shared_accesses: u64,
+    /// Barrier arrivals executed.
+    pub(crate) barrier_arrivals: u64,
     pub(crate) hash: TraceHasher,
     pub(crate) trace: Option<Trace>,
     pub(crate) outcome: Option<Outcome>,
@@ -147,6 +151,8 @@ impl Simulation {
             instructions: 0,
             hbm_bytes: 0,
             compute_bytes: 0,
+            shared_accesses: 0,
+            barrier_arrivals: 0,
             hash: TraceHasher::new(),
             trace,
             outcome: None,
@@ -255,6 +261,8 @@ impl Simulation {
             events: self.events,
             hbm_bytes: self.hbm_bytes,
             compute_bytes: self.compute_bytes,
+            shared_accesses: self.shared_accesses,
+            barrier_arrivals: self.barrier_arrivals,
             mirrored_bytes: self.hbm.bytes(),
             cores,
             violations: self.violations.clone(),

@@ -64,6 +64,19 @@ pub(crate) fn faulty_load_verdict<D: Device>(
     }
 }
 
+/// The verdict on a load whose injected fault `asked` fired: the
+/// [`faulty_load_verdict`] `outcome`, except that a load that still reached
+/// READY (`loaded`) fails, since the device refused one of its calls and the
+/// error was lost on the way.
+pub(crate) fn fired_load_verdict(asked: &str, loaded: bool, outcome: Result<String, String>) -> Result<(), String> {
+    match outcome {
+        Ok(_) if loaded => {
+            Err(format!("{asked} fired, but the load still reached READY: the refused call's error was lost"))
+        }
+        o => o.map(|_| ()),
+    }
+}
+
 /// The verdict on the unload that ends a run: it succeeded and left nothing.
 pub(crate) fn unload_verdict<D: Device>(rt: &Runtime<D>, unloaded: Result<(), LoadError>) -> Result<(), String> {
     unloaded.map_err(|e| e.to_string())?;
@@ -115,6 +128,24 @@ mod tests {
         assert!(!e.contains("vnc claim"), "the claim is released: {e}");
         rt.kmgr_unload_nn(HNn(1)).unwrap();
         assert_eq!(nothing_left(&rt), Ok(()));
+    }
+
+    #[test]
+    fn a_fault_that_fired_under_a_load_that_still_succeeded_fails() {
+        // The loader swallowed the refused call: the load's clean unload is no excuse.
+        let rt = Runtime::new(SimDevice::new(2, 2));
+        let m = rt.nrt_load(&neff(), -1, -1).map_err(|e| e.to_string());
+        let outcome = faulty_load_verdict(&rt, m, &"Alloc(2)");
+        assert!(outcome.is_ok(), "the unload itself was clean: {outcome:?}");
+        let e = fired_load_verdict("load-alloc=2", true, outcome).unwrap_err();
+        assert!(e.starts_with("load-alloc=2 fired, but the load still reached READY"), "{e}");
+        assert_eq!(nothing_left(&rt), Ok(()), "the verdict unloaded it");
+        // A load that failed cleanly passes; one that left something fails with its own line.
+        assert_eq!(fired_load_verdict("load-alloc=2", false, Ok("Alloc(2): refused".into())), Ok(()));
+        assert_eq!(
+            fired_load_verdict("load-alloc=2", false, Err("after `x`: 1 left".into())),
+            Err("after `x`: 1 left".into())
+        );
     }
 
     #[test]

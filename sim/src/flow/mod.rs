@@ -20,6 +20,7 @@ pub mod names;
 mod outputs;
 pub mod plant;
 mod report;
+mod runtime;
 pub mod shrink;
 pub mod signature;
 pub mod swarm;
@@ -58,7 +59,7 @@ use crate::check::neff_outputs::check_neff_outputs;
 use crate::device::{Fault, FaultPlan as DeviceFaults, SimDevice};
 use crate::tnc::{LoaderSpec, TncScenario};
 use crate::{DmaSpikes, FaultPlan, FiredSimFault, IssueStall, SimConfig, Simulation};
-use leftovers::{faulty_load_verdict, unload_verdict};
+use leftovers::{faulty_load_verdict, fired_load_verdict, unload_verdict};
 use outputs::compare;
 
 /// Where the run's program comes from.
@@ -635,7 +636,7 @@ fn execute_neff(
             report.outcome, report.time_ns, report.instructions, report.events
         )),
     );
-    runtime_checks(&report, r);
+    runtime::runtime_checks(&report, r);
     if let Some((golden, check)) = golden {
         let verdict = outputs.and_then(|o| compare(golden, &o));
         r.check(
@@ -765,6 +766,7 @@ fn faulty_load(bytes: &[u8], lnc: u32, fault: LoadFault, seed: u64, r: &mut Rec<
     let result = load(&rt, bytes, seed);
     let fired = rt.device().fired();
     let counts = rt.device().counts();
+    let loaded = result.is_ok();
     let outcome = faulty_load_verdict(&rt, result, &fault);
     let name = "a faulty load fails cleanly: nothing allocated, registered or claimed";
     let asked = match fault {
@@ -787,28 +789,8 @@ fn faulty_load(bytes: &[u8], lnc: u32, fault: LoadFault, seed: u64, r: &mut Rec<
         for f in &fired {
             r.fault(format!("{asked} fired: {:?} #{} for tpb {}", f.kind, f.op_index, f.tpb));
         }
-        r.check(name, &[6], outcome.map(|_| ()));
+        r.check(name, &[6], fired_load_verdict(&asked, loaded, outcome));
     }
-}
-
-fn runtime_checks(s: &crate::SimReport, r: &mut Rec<'_>) {
-    let kinds = |ks: &[&str]| -> Result<(), String> {
-        let v: Vec<String> = s.violations.iter().filter(|v| ks.contains(&v.kind())).map(|v| v.to_string()).collect();
-        list(&v)
-    };
-    r.check("every core's access to a shared tensor hits one address", &[1], kinds(&["unequal", "unequal-access"]));
-    r.check(
-        "barriers: no slot collision, every group complete, no deadlock",
-        &[2],
-        kinds(&["slot-collision", "barrier-mismatch", "deadlock"]),
-    );
-    r.check(
-        "shadow memory: no access outside its tensor, no clobber of a live tensor",
-        &[3],
-        kinds(&["out-of-var", "clobber", "unmapped"]),
-    );
-    r.check("happens-before: no unsynchronised conflicting accesses", &[5], kinds(&["race"]));
-    r.check("execution: legal records, within the event budget", &[5], kinds(&["illegal", "event-budget"]));
 }
 
 /// The TNC cache under seeded interleavings of concurrent loaders (invariant 4).
