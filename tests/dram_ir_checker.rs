@@ -487,3 +487,78 @@ fn a_zero_byte_location_on_a_page_boundary_straddles_nothing() {
     h.address = Some(0x3000);
     assert_eq!(check(&ms), vec![]);
 }
+
+/// `n` tensors written first and read after, so all are live together.
+fn all_live(n: usize) -> String {
+    let mut s = String::from("module fan lnc 1\nloc x dram input i32[64] @0x0\nloc y dram output i32[64] @0x1000\n");
+    for k in 0..n {
+        s.push_str(&format!("loc t{k} dram internal i32[64]\n"));
+    }
+    s.push_str("\nfunc main\n  args x\n  block entry\n");
+    for k in 0..n {
+        s.push_str(&format!("    w{k} = act relu x[0..64] -> t{k}[0..64] core 0\n"));
+    }
+    for k in 0..n {
+        let after = if k == 0 { String::new() } else { format!(" after r{}", k - 1) };
+        s.push_str(&format!("    r{k} = act relu t{k}[0..64] -> y[0..64] core 0{after}\n"));
+    }
+    s
+}
+
+#[test]
+fn a_placement_of_every_live_tensor_at_one_address_lists_a_bounded_number_of_pairs() {
+    use lncsim_model::dram::ir_checker::MAX_OVERLAPS;
+    // 3000 tensors live together at one address: 4.5M pairs, listed up to the cap.
+    let p = parse(&all_live(3000)).unwrap_or_else(|e| panic!("{e}"));
+    let defaults = PipelineOptions::default();
+    let mut ms = compile(&p, &defaults).unwrap().per_core;
+    let cfg = defaults.check_config(&CompileReport::default());
+    assert_eq!(check_modules(&ms, &cfg), vec![], "the allocator's placement is clean");
+    let at = addr(&ms[0], "t0");
+    for k in 1..3000 {
+        loc(&mut ms[0], &format!("t{k}")).address = Some(at);
+    }
+    let v = check_modules(&ms, &cfg);
+    let pairs = v.iter().filter(|x| matches!(x, IrViolation::Overlap { .. })).count();
+    assert_eq!(pairs, MAX_OVERLAPS, "listed up to the cap");
+    assert_eq!(v.last(), Some(&IrViolation::TooManyOverlaps { limit: MAX_OVERLAPS }), "and says it stopped");
+    assert_eq!(v.len(), MAX_OVERLAPS + 1, "nothing else is blamed");
+    // The same of owned shared buffers: 200 handoffs from core 0 to core 1, all on one page.
+    let mut s = String::from("module hand lnc 2\nloc x dram input i32[64] @0x0\nloc y dram output i32[64] @0x1000\n");
+    for k in 0..200 {
+        s.push_str(&format!("loc s{k} dram internal i32[64]\n"));
+    }
+    s.push_str("\nfunc main\n  args x\n  block entry\n");
+    for k in 0..200 {
+        s.push_str(&format!("    w{k} = act relu x[0..64] -> s{k}[0..64] core 0\n"));
+        s.push_str(&format!("    r{k} = act relu s{k}[0..64] -> y[0..64] core 1 after w{k}\n"));
+    }
+    let p = parse(&s).unwrap_or_else(|e| panic!("{e}"));
+    let mut ms = compile(&p, &opts()).unwrap().per_core;
+    assert_eq!(check(&ms), vec![], "the allocator's placement is clean");
+    let at = addr(&ms[0], "s0");
+    for k in 1..200 {
+        loc(&mut ms[0], &format!("s{k}")).address = Some(at);
+    }
+    let v = check(&ms);
+    let shared = v.iter().filter(|x| matches!(x, IrViolation::SharedOverlap { .. })).count();
+    assert_eq!(shared, MAX_OVERLAPS, "19900 pairs, listed up to the cap");
+    assert_eq!(v.last(), Some(&IrViolation::TooManyOverlaps { limit: MAX_OVERLAPS }), "and says it stopped");
+}
+
+#[test]
+fn overlaps_just_under_the_cap_are_all_listed_with_no_truncation_line() {
+    use lncsim_model::dram::ir_checker::MAX_OVERLAPS;
+    // 141 live tensors at one address: 141 * 140 / 2 = 9870 pairs, under the cap.
+    let p = parse(&all_live(141)).unwrap_or_else(|e| panic!("{e}"));
+    let opts = PipelineOptions::default();
+    let mut ms = compile(&p, &opts).unwrap().per_core;
+    let cfg = opts.check_config(&CompileReport::default());
+    let at = addr(&ms[0], "t0");
+    for k in 1..141 {
+        loc(&mut ms[0], &format!("t{k}")).address = Some(at);
+    }
+    let v = check_modules(&ms, &cfg);
+    assert_eq!(v.len(), 141 * 140 / 2, "every pair, nothing else");
+    assert!(v.len() < MAX_OVERLAPS && v.iter().all(|x| matches!(x, IrViolation::Overlap { .. })));
+}

@@ -21,6 +21,11 @@
 //!   never reuse addresses), and every view equals its target's (address,
 //!   partition, bank).
 //!
+//! Overlaps are listed up to [`MAX_OVERLAPS`] pairs in all (private ones per
+//! core first, then shared ones); past it the listing stops and
+//! [`IrViolation::TooManyOverlaps`] says so, so a placement with every
+//! buffer at one address costs O(n log n + MAX_OVERLAPS), not n² pairs.
+//!
 //! Assumption: no Internal/Spill/Shared location was addressed before
 //! allocation (true of generated and split programs); a hand-placed one is
 //! checked like an allocated one. A location of zero bytes overlaps nothing.
@@ -52,6 +57,9 @@ use std::collections::BTreeMap;
 use crate::ir::{MemLocId, MemType, MemoryLocation, Module, Usage};
 use crate::program::name_key::{KeyMap, NameKey};
 use live::{LiveSegments, live_segments};
+
+/// The most overlapping pairs [`check_modules`] lists; past it, [`IrViolation::TooManyOverlaps`].
+pub const MAX_OVERLAPS: usize = 10_000;
 
 /// The three numbers the checker needs (from the pipeline's options).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,6 +220,12 @@ pub enum IrViolation {
         /// The target's (address, partition, bank).
         want: (Option<u64>, u32, u32),
     },
+    /// More than `limit` overlapping pairs: the listing stopped there.
+    #[error("more than {limit} overlapping pairs; the listing stops here")]
+    TooManyOverlaps {
+        /// [`MAX_OVERLAPS`].
+        limit: usize,
+    },
     /// The configuration cannot be evaluated (bad CC size or slab overflow).
     #[error("bad checker configuration: {0}")]
     BadConfig(String),
@@ -244,6 +258,8 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
     // Every owned shared buffer of every core: (core, name, lo, hi), names borrowed.
     let mut owned: Vec<Owned<'_>> = Vec::new();
     let targets = Targets::new(modules);
+    // Overlapping pairs still to list before the listing stops.
+    let mut budget = Some(MAX_OVERLAPS);
     for (index, m) in modules.iter().enumerate() {
         let core = core_of(m, index);
         let floor = m
@@ -298,7 +314,7 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
             check_region(m, &private, &cc, PRIVATE, &region, cfg, &mut out);
             let region = Region { core, floor: slab_lo, ceiling: slab_hi, region_lo: slab_lo };
             check_region(m, &shared, &cc, SHARED, &region, cfg, &mut out);
-            overlaps(m, core, &private, &segs, &mut out);
+            overlaps(m, core, &private, &segs, &mut budget, &mut out);
             for id in shared {
                 let l = m.loc(id);
                 let lo = l.address.unwrap_or(0);
@@ -313,8 +329,12 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
     // Integers first: a name is read only where the rest of the tuple is equal.
     owned.dedup_by(|a, b| (a.0, a.2, a.3) == (b.0, b.2, b.3) && a.1 == b.1);
     // The report lists the pairs in (core, name, lo, hi) order of both buffers.
-    let mut pairs: Vec<(&Owned<'_>, &Owned<'_>)> = shared_overlaps(&owned)
+    let limit = budget.unwrap_or(0);
+    let found = if budget.is_some() { shared_overlaps(&owned, limit) } else { Vec::new() };
+    let truncated = found.len() > limit;
+    let mut pairs: Vec<(&Owned<'_>, &Owned<'_>)> = found
         .into_iter()
+        .take(limit)
         .map(|(i, j)| if owned[i] < owned[j] { (&owned[i], &owned[j]) } else { (&owned[j], &owned[i]) })
         .collect();
     pairs.sort_unstable();
@@ -322,12 +342,17 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
         let (a_core, a_name, b_core, b_name) = (a.0, a.1.to_string(), b.0, b.1.to_string());
         out.push(IrViolation::SharedOverlap { a_core, a: a_name, b_core, b: b_name });
     }
+    if truncated {
+        out.push(IrViolation::TooManyOverlaps { limit: MAX_OVERLAPS });
+    }
     out
 }
 
 /// Index pairs `(i, j)`, `i < j`, of `owned` (core, name, lo, hi) whose
 /// nonempty ranges share a byte, sorted: a scan by first byte, O(S log S + k).
-fn shared_overlaps(owned: &[(u32, &str, u64, u64)]) -> Vec<(usize, usize)> {
+/// The scan stops once it holds more than `limit` pairs (then returns those,
+/// more than `limit`, so the caller can tell), so k is at most `limit + 1`.
+fn shared_overlaps(owned: &[(u32, &str, u64, u64)], limit: usize) -> Vec<(usize, usize)> {
     let mut by_lo: Vec<usize> = (0..owned.len()).collect();
     by_lo.sort_unstable_by_key(|&i| (owned[i].2, i));
     let mut pairs = Vec::new();
@@ -340,6 +365,10 @@ fn shared_overlaps(owned: &[(u32, &str, u64, u64)]) -> Vec<(usize, usize)> {
         for &j in by_lo[k + 1..].iter().take_while(|&&j| owned[j].2 < hi) {
             if owned[j].2 < owned[j].3 {
                 pairs.push((i.min(j), i.max(j)));
+                if pairs.len() > limit {
+                    pairs.sort_unstable();
+                    return pairs;
+                }
             }
         }
     }
@@ -453,8 +482,18 @@ fn check_region(
     }
 }
 
-/// Every pair of `private` (ascending ids) sharing bytes while both live, in pair order.
-fn overlaps(m: &Module, core: u32, private: &[MemLocId], segs: &LiveSegments, out: &mut Vec<IrViolation>) {
+/// Every pair of `private` (ascending ids) sharing bytes while both live, in
+/// pair order, up to `budget` (`None`: the listing already stopped); past it,
+/// [`IrViolation::TooManyOverlaps`] and `budget` becomes `None`.
+fn overlaps(
+    m: &Module,
+    core: u32,
+    private: &[MemLocId],
+    segs: &LiveSegments,
+    budget: &mut Option<usize>,
+    out: &mut Vec<IrViolation>,
+) {
+    let Some(limit) = *budget else { return };
     let range = |id: MemLocId| {
         let l = m.loc(id);
         let lo = l.address.unwrap_or(0);
@@ -463,11 +502,19 @@ fn overlaps(m: &Module, core: u32, private: &[MemLocId], segs: &LiveSegments, ou
     let ranges: Vec<(u64, u64)> = private.iter().map(|&id| range(id)).collect();
     let lists: Vec<(usize, u64, u64)> =
         private.iter().enumerate().flat_map(|(i, &id)| segs.get(id).iter().map(move |&(f, t)| (i, f, t))).collect();
-    for (i, j, time) in super::sweep::overlapping_pairs(&ranges, lists, usize::MAX).pairs {
+    let found = super::sweep::overlapping_pairs(&ranges, lists, limit);
+    let listed = found.pairs.len().min(limit);
+    for &(i, j, time) in &found.pairs[..listed] {
         let ((a_lo, a_hi), (b_lo, b_hi)) = (ranges[i], ranges[j]);
         let (a, b) = (m.loc(private[i]).name.to_string(), m.loc(private[j]).name.to_string());
         out.push(IrViolation::Overlap { core, a, a_lo, a_hi, b, b_lo, b_hi, time });
     }
+    *budget = if found.truncated {
+        out.push(IrViolation::TooManyOverlaps { limit: MAX_OVERLAPS });
+        None
+    } else {
+        Some(limit - listed)
+    };
 }
 
 /// The views' target lookup, resolved up front for every view of every
