@@ -901,3 +901,41 @@ fn append_inst(f: &mut Function, inst: Inst) {
     f.blocks.last_mut().expect("a function has a block").insts.push(id);
     f.canonicalize();
 }
+
+/// A semaphore wait or signal is copied as it is: a changed semaphore or value is reported.
+#[test]
+fn a_copied_semaphore_op_with_another_semaphore_or_value_is_reported() {
+    let text = "\
+module sems lnc 2
+queue q0 static owner sp sems 2
+loc x dram input i32[16] @0x0
+loc out dram output i32[16] @0x1000
+loc out1 dram output i32[16] @0x2000
+
+func main
+  args x
+  block entry
+    i0 = sp dma x[0..16] -> out[0..16] queue q0 core 0
+    i1 = sp sem_signal 1 core 0 after i0
+    i2 = sp sem_wait 1 value 1 core 0 after i1
+    i3 = act relu x[0..16] -> out1[0..16] core 1
+";
+    let program = ir::parse(text).unwrap_or_else(|e| panic!("{e}"));
+    let modules = per_core_modules(&program).unwrap();
+    let m = link(&modules).unwrap();
+    assert_eq!(check_link(&modules, &m), vec![], "the unbroken link must pass");
+    let fi = core_function(&m, 0);
+    let find = |m: &Module, name: &str| m.functions[fi].insts.iter().position(|i| i.name == name).unwrap();
+    let edits: [(&str, Op); 3] = [
+        ("i1", Op::SemSignal { sem: 0 }),
+        ("i2", Op::SemWait { sem: 0, value: 1 }),
+        ("i2", Op::SemWait { sem: 1, value: 2 }),
+    ];
+    for (name, op) in edits {
+        let mut broken = m.clone();
+        let k = find(&broken, name);
+        broken.functions[fi].insts[k].op = op.clone();
+        let v = check_link(&modules, &broken);
+        assert!(has(&v, ViolationKind::Core, &format!("instruction `{name}`: operation differs")), "{op:?}: {v:#?}");
+    }
+}

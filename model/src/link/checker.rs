@@ -527,6 +527,9 @@ impl<'a> Ck<'a> {
                 Op::SwitchQueueInstance { queue: q1, instance: a },
                 Op::SwitchQueueInstance { queue: q2, instance: b },
             ) => a == b && qname(m, Some(*q1)) == qname(self.linked, Some(*q2)),
+            // Semaphores are per core and copied as they are (operands and all).
+            (a @ (Op::SemWait { .. } | Op::SemSignal { .. }), b) => a == b,
+            // A call's callee is a function id, which linking renumbers; a return has no operand.
             (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
         };
         if !ok {
