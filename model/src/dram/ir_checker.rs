@@ -608,19 +608,29 @@ mod tests {
     use super::shared_overlaps;
 
     #[test]
+    fn shared_overlaps_stop_past_the_limit() {
+        // Four buffers on one range: six pairs; a limit of 2 stops at the third.
+        let owned: Vec<(u32, &str, u64, u64)> = (0..4).map(|k| (0, "s", 0, 4096 + k)).collect();
+        assert_eq!(shared_overlaps(&owned, usize::MAX).len(), 6);
+        assert_eq!(shared_overlaps(&owned, 6).len(), 6, "at the limit: all, nothing past it");
+        assert_eq!(shared_overlaps(&owned, 2).len(), 3, "one past the limit tells the caller it stopped");
+        assert_eq!(shared_overlaps(&owned, 0).len(), 1);
+    }
+
+    #[test]
     fn shared_overlaps_finds_exactly_the_planted_pair_among_100k() {
         let names: Vec<String> = (0..100_000u64).map(|k| format!("s{k}")).collect();
         let mut owned: Vec<(u32, &str, u64, u64)> =
             (0..100_000u64).map(|k| ((k % 8) as u32, names[k as usize].as_str(), k * 4096, (k + 1) * 4096)).collect();
-        assert_eq!(shared_overlaps(&owned), vec![]);
+        assert_eq!(shared_overlaps(&owned, usize::MAX), vec![]);
         // s99990 moved one byte down into s99989's page.
         owned[99_990].2 -= 1;
-        assert_eq!(shared_overlaps(&owned), vec![(99_989, 99_990)]);
+        assert_eq!(shared_overlaps(&owned, usize::MAX), vec![(99_989, 99_990)]);
         // A wide buffer covering three pages meets all three, in index order.
         owned[5].3 = 8 * 4096;
-        assert_eq!(shared_overlaps(&owned), vec![(5, 6), (5, 7), (99_989, 99_990)]);
+        assert_eq!(shared_overlaps(&owned, usize::MAX), vec![(5, 6), (5, 7), (99_989, 99_990)]);
         // Empty ranges meet nothing.
         owned[7] = (0, "empty", 7 * 4096, 7 * 4096);
-        assert_eq!(shared_overlaps(&owned), vec![(5, 6), (99_989, 99_990)]);
+        assert_eq!(shared_overlaps(&owned, usize::MAX), vec![(5, 6), (99_989, 99_990)]);
     }
 }
