@@ -303,3 +303,68 @@ fn the_interleaving_oracle_counts_arrivals_past_64_cores() {
         assert_eq!(run_interleaved(&modules, &inputs, seed), Ok(golden), "seed {seed}");
     }
 }
+
+#[test]
+fn the_interleaving_oracle_refuses_a_second_arrival_of_one_core() {
+    let (modules, inputs, _) = handoff();
+    let group_of = |m: &Module| {
+        m.functions[0]
+            .insts
+            .iter()
+            .find_map(|i| match &i.op {
+                Op::CoreBarrier(b) => Some(b.group),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let group = group_of(&modules[0]);
+    // Core 0 arrives at the group twice: refused whatever the order.
+    let mut twice = modules;
+    let f = &mut twice[0].functions[0];
+    let k = f.insts.iter().position(|i| matches!(i.op, Op::CoreBarrier(_))).unwrap();
+    let mut again = f.insts[k].clone();
+    again.name = "cb_again".into();
+    again.deps.clear();
+    f.insts.push(again);
+    let id = InstId::from_index(f.insts.len() - 1);
+    f.blocks.last_mut().unwrap().insts.push(id);
+    f.canonicalize();
+    for seed in 0..8 {
+        let e = run_interleaved(&twice, &inputs, seed).unwrap_err();
+        assert_eq!(e, InterleaveError::BarrierArrival { group, core: 0 }, "seed {seed}");
+    }
+}
+
+#[test]
+fn the_linked_oracle_never_completes_a_group_on_one_core_twice() {
+    use lncsim_model::link::link;
+    let (modules, inputs, golden) = handoff();
+    let linked = link(&modules).unwrap();
+    assert_eq!(run_linked_interleaved(&linked, &inputs, 0).unwrap(), golden);
+    let core0 = linked.functions.iter().position(|f| f.attrs.neuron_core_id == Some(0)).unwrap();
+    let handoff_barrier = |f: &Function| {
+        f.insts.iter().position(|i| matches!(i.op, Op::CoreBarrier(_)) && !i.name.starts_with("cb_return_")).unwrap()
+    };
+    // A second arrival of core 0 at the same group, from another engine: it must not
+    // stand in for core 1, so no order completes the group without core 1.
+    let mut twice = linked;
+    let f = &mut twice.functions[core0];
+    let k = handoff_barrier(f);
+    let mut again = f.insts[k].clone();
+    again.name = "cb_again".into();
+    again.engine = Engine::Act;
+    again.deps.clear();
+    f.insts.push(again);
+    let id = InstId::from_index(f.insts.len() - 1);
+    f.blocks.last_mut().unwrap().insts.push(id);
+    f.canonicalize();
+    let mut refused = 0;
+    for seed in 0..16 {
+        match run_linked_interleaved(&twice, &inputs, seed) {
+            Err(InterleaveError::BarrierArrival { core: 0, .. }) => refused += 1,
+            Err(InterleaveError::Deadlock(_)) => {} // core 1 came between: the extra arrival waits alone
+            other => panic!("seed {seed}: a duplicate arrival passed: {other:?}"),
+        }
+    }
+    assert!(refused > 0, "no order of 16 met the second arrival before core 1");
+}

@@ -52,6 +52,15 @@ pub enum InterleaveError {
     /// Two arrivals at one barrier group disagree on the participants.
     #[error("barrier group {0}: participants differ between cores")]
     BarrierMismatch(u32),
+    /// A core arrives at a barrier group a second time before the group
+    /// completes (so it cannot stand in for a participant that never came).
+    #[error("barrier group {group}: core {core} arrives twice")]
+    BarrierArrival {
+        /// The group.
+        group: u32,
+        /// The arriving core (its NeuronCoreId).
+        core: u32,
+    },
     /// No core can run and some have not finished.
     #[error("deadlock: cores {0:?} wait at barriers that never complete")]
     Deadlock(Vec<usize>),
@@ -162,6 +171,9 @@ pub fn run_interleaved_verified(
     let mut state: Vec<CoreState> = modules.iter().map(|_| CoreState::Ready).collect();
     let mut ready = ReadySet::all(modules.len());
     let mut groups = Groups::new(modules.iter().flat_map(|m| &m.functions[0].insts), modules.len());
+    // Each module's NeuronCoreId, what barrier participants name.
+    let core_ids: Vec<u32> =
+        modules.iter().enumerate().map(|(i, m)| m.attrs.neuron_core_id.unwrap_or(i as u32)).collect();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut scratch = Vec::new();
     loop {
@@ -182,9 +194,7 @@ pub fn run_interleaved_verified(
         pc[core] += 1;
         match &inst.op {
             Op::CoreBarrier(b) => {
-                let Some(g) = groups.arrive(b, core) else {
-                    return Err(InterleaveError::BarrierMismatch(b.group));
-                };
+                let g = groups.arrive(b, core, core_ids[core])?;
                 if groups.complete(g) {
                     // Every core waiting at this group arrived at it: release them.
                     for c in groups.arrived(g) {
@@ -339,9 +349,8 @@ pub fn run_linked_interleaved_verified(
         finished.clear();
         match &inst.op {
             Op::CoreBarrier(b) => {
-                if !arrived.arrive(b, s, &mut finished) {
-                    return Err(InterleaveError::BarrierMismatch(b.group));
-                }
+                let id = linked.functions[funcs[streams[s].0]].attrs.neuron_core_id.unwrap_or(0);
+                arrived.arrive(b, s, id, &mut finished)?;
                 if finished.is_empty() {
                     queued[s] = true; // blocked at the barrier until the group completes
                     continue;
@@ -414,22 +423,26 @@ impl<'a> Groups<'a> {
         Groups { ids, participants: vec![None; n], count: vec![0; n], words, bits: vec![0; n * words] }
     }
 
-    /// Records `core`'s arrival at `b`'s group (a second arrival of one core
-    /// counts once); its dense index, or `None` when `b`'s participants differ
-    /// from the group's first arrival's.
-    fn arrive(&mut self, b: &'a CoreBarrier, core: usize) -> Option<usize> {
-        let g = self.ids.binary_search(&b.group).ok()?;
+    /// Records the arrival of module `core` (NeuronCoreId `id`) at `b`'s
+    /// group; its dense index. Refused: `b`'s participants differ from the
+    /// group's first arrival's, or the core arrived already (a group
+    /// completes once in a split program). That `id` is a participant the
+    /// verifier ensured.
+    fn arrive(&mut self, b: &'a CoreBarrier, core: usize, id: u32) -> Result<usize, InterleaveError> {
+        let mismatch = InterleaveError::BarrierMismatch(b.group);
+        let g = self.ids.binary_search(&b.group).map_err(|_| mismatch.clone())?;
         let first = *self.participants[g].get_or_insert(&b.participants);
         if first != b.participants.as_slice() {
-            return None;
+            return Err(mismatch);
         }
         let word = &mut self.bits[g * self.words + core / 64];
         let bit = 1u64 << (core % 64);
-        if *word & bit == 0 {
-            *word |= bit;
-            self.count[g] += 1;
+        if *word & bit != 0 {
+            return Err(InterleaveError::BarrierArrival { group: b.group, core: id });
         }
-        Some(g)
+        *word |= bit;
+        self.count[g] += 1;
+        Ok(g)
     }
 
     /// True when as many distinct cores arrived at group `g` as it has participants.
@@ -457,10 +470,16 @@ impl<'a> Groups<'a> {
 /// [`Groups`]), each with its first arrival's participants (borrowed) and
 /// the streams waiting at it in arrival order, as a list threaded through a
 /// per-stream `next` array (a blocked stream waits at one group at a time):
-/// no heap object per group. Memory: O(G + S) for G groups and S streams.
+/// no heap object per group; and which participants wait, a bit each, so a
+/// core that arrives twice is refused rather than counted for a missing one.
+/// Memory: O(G · ⌈P/64⌉ + S) for G groups, at most P participants, S streams.
 struct Rendezvous<'a> {
     ids: Vec<u32>,
     participants: Vec<Option<&'a [u32]>>,
+    /// Per group, the cores (by NeuronCoreId, ascending) waiting at it: the
+    /// indices of `participants` that arrived, one bit each, `words` words a group.
+    words: usize,
+    bits: Vec<u64>,
     /// Per group: (first waiting stream, last waiting stream, how many), [`NIL`] when none.
     waiting: Vec<(u32, u32, u32)>,
     next: Vec<u32>,
@@ -472,28 +491,58 @@ const NIL: u32 = u32::MAX;
 impl<'a> Rendezvous<'a> {
     /// The groups of every barrier among `insts`, for `streams` streams.
     fn new(insts: impl Iterator<Item = &'a Inst>, streams: usize) -> Self {
+        let mut insts_participants = 0usize;
         let mut ids: Vec<u32> = insts
             .filter_map(|i| match &i.op {
-                Op::CoreBarrier(b) => Some(b.group),
+                Op::CoreBarrier(b) => {
+                    insts_participants = insts_participants.max(b.participants.len());
+                    Some(b.group)
+                }
                 _ => None,
             })
             .collect();
         ids.sort_unstable();
         ids.dedup();
         let n = ids.len();
-        Rendezvous { ids, participants: vec![None; n], waiting: vec![(NIL, NIL, 0); n], next: vec![NIL; streams] }
+        let most = insts_participants.max(1);
+        let words = most.div_ceil(64);
+        Rendezvous {
+            ids,
+            participants: vec![None; n],
+            words,
+            bits: vec![0; n * words],
+            waiting: vec![(NIL, NIL, 0); n],
+            next: vec![NIL; streams],
+        }
     }
 
-    /// Stream `s` arrives at `b`'s group. When that completes the group (as
-    /// many arrivals as participants), appends every waiting stream, `s`
-    /// last, in arrival order to `released` and empties the group. False when
-    /// `b`'s participants differ from the group's first arrival's.
-    fn arrive(&mut self, b: &'a CoreBarrier, s: usize, released: &mut Vec<usize>) -> bool {
-        let Ok(g) = self.ids.binary_search(&b.group) else { return false };
+    /// Stream `s` of core `id` (its NeuronCoreId) arrives at `b`'s group.
+    /// When that completes the group (every participant arrived), appends
+    /// every waiting stream, `s` last, in arrival order to `released` and
+    /// empties the group. Refused: `b`'s participants differ from the group's
+    /// first arrival's, or core `id` arrived already since the group last
+    /// completed. That `id` is a participant the verifier ensured (one that
+    /// is none is refused as a mismatch).
+    fn arrive(
+        &mut self,
+        b: &'a CoreBarrier,
+        s: usize,
+        id: u32,
+        released: &mut Vec<usize>,
+    ) -> Result<(), InterleaveError> {
+        let mismatch = InterleaveError::BarrierMismatch(b.group);
+        let g = self.ids.binary_search(&b.group).map_err(|_| mismatch.clone())?;
         let first = *self.participants[g].get_or_insert(&b.participants);
         if first != b.participants.as_slice() {
-            return false;
+            return Err(mismatch);
         }
+        let p = first.binary_search(&id).map_err(|_| mismatch.clone())?;
+        let word = &mut self.bits[g * self.words + p / 64];
+        let bit = 1u64 << (p % 64);
+        if *word & bit != 0 {
+            return Err(InterleaveError::BarrierArrival { group: b.group, core: id });
+        }
+        *word |= bit;
         let (head, tail, n) = &mut self.waiting[g];
         let s32 = s as u32;
         if *tail == NIL {
@@ -505,7 +554,7 @@ impl<'a> Rendezvous<'a> {
         self.next[s] = NIL;
         *n += 1;
         if (*n as usize) < first.len() {
-            return true;
+            return Ok(());
         }
         let mut at = *head;
         while at != NIL {
@@ -513,7 +562,8 @@ impl<'a> Rendezvous<'a> {
             at = self.next[at as usize];
         }
         self.waiting[g] = (NIL, NIL, 0);
-        true
+        self.bits[g * self.words..(g + 1) * self.words].fill(0);
+        Ok(())
     }
 }
 
