@@ -199,6 +199,18 @@ fn bench_flow_prints_stages_growth_and_targets() {
         "size 20: run 12 of 15",
     ];
     assert!(order.windows(2).all(|w| at(w[0]) < at(w[1])), "rounds out of order:\n{s}");
+    // Round 2's header once, after round 1 and before round 2's first run; no "run 1" line after the live one.
+    assert_eq!(s.matches("rounds 2 to 15:").count(), 1, "{s}");
+    assert!(at("size 200 x 2 cores:") < at("rounds 2 to 15:") && at("rounds 2 to 15:") < at("size 20: run 2 of 15"));
+    assert!(!s.contains("run 1 of 15: end to end") && !s.contains("run 1 of 3: end to end"), "{s}");
+    // Every size's summary has a peak (round 1 ran no larger size before it).
+    for line in s.lines().filter(|l| l.contains("instructions, end to end")) {
+        assert!(!line.ends_with("peak RSS ? MiB"), "{line}");
+    }
+    // One run of one size: no run counter, no median block.
+    let one = stdout(&lncsim(&["bench", "flow", "--sizes", "20", "--cores", "2", "--reps", "1"]));
+    assert!(one.contains("size 20 x 2 cores:") && one.contains("(median of 1)"), "{one}");
+    assert!(!one.contains("run 1 of") && !one.contains("median of 1 runs (peak") && !one.contains("rounds 2"), "{one}");
     assert_eq!(lncsim(&["bench", "flow", "--sizes", "200,20"]).status.code(), Some(1), "sizes must ascend");
     assert_eq!(lncsim(&["bench", "flow", "--sizes", "300000"]).status.code(), Some(2), "bounded sizes");
 }

@@ -195,6 +195,12 @@ fn runs_of(reps: u32, size: u32, largest: u32) -> u32 {
     reps.saturating_mul(ratio).clamp(reps, MAX_RUNS.max(reps))
 }
 
+/// Whether size `k`'s run in `round` gives valid peaks: no larger size ran
+/// before it in this process (round 0, smallest first), or it is the largest.
+fn peak_valid(round: u32, k: usize, largest: usize) -> bool {
+    round == 0 || k == largest
+}
+
 /// Whether a size of `n` runs takes one in round `r` of `rounds`: its runs
 /// spread evenly, the first in round 0 (`ceil((r + 1) n / R) > ceil(r n / R)`).
 fn runs_in_round(r: u32, n: u32, rounds: u32) -> bool {
@@ -306,7 +312,7 @@ fn measure_all(a: &BenchFlowArgs, resets: &mut bool) -> Result<Vec<SizeFigures>,
         }
         for (k, s) in sizes.iter_mut().enumerate() {
             if runs_in_round(round, s.want, rounds) {
-                take_run(a, s, round == 0 || k == largest, resets)?;
+                take_run(a, s, peak_valid(round, k, largest), resets)?;
             }
         }
     }
@@ -447,7 +453,14 @@ pub fn run(a: &BenchFlowArgs) -> Result<ExitCode, CliError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{growth_range, judge, median, miss_summary, runs_in_round, runs_of};
+    use super::{growth_range, judge, median, miss_summary, peak_valid, runs_in_round, runs_of};
+
+    #[test]
+    fn peaks_count_from_the_first_round_and_from_every_run_of_the_largest_size() {
+        assert!(peak_valid(0, 0, 2) && peak_valid(0, 1, 2) && peak_valid(0, 2, 2));
+        assert!(peak_valid(1, 2, 2) && peak_valid(7, 2, 2), "the largest size: nothing larger ran before it");
+        assert!(!peak_valid(1, 0, 2) && !peak_valid(1, 1, 2), "after round 0 a larger size's heap is resident");
+    }
 
     #[test]
     fn a_smaller_size_gets_more_runs_up_to_the_cap_and_spread_over_the_rounds() {
