@@ -403,9 +403,10 @@ fn run_program(cfg: &RunConfig, program: &Module, lines: Option<&SourceLines>, r
         Some(p) => run_interleaved_verified(p, &inputs, cfg.seed),
         None => run_interleaved(&per_core, &inputs, cfg.seed),
     };
-    r.check(
+    r.outputs_check(
         "split modules in a seeded barrier order give the interpreter's outputs",
         &[5],
+        &golden,
         match interleaved {
             Ok(out) => compare(&golden, &out),
             Err(e) => Err(e.to_string()),
@@ -454,9 +455,10 @@ fn run_program(cfg: &RunConfig, program: &Module, lines: Option<&SourceLines>, r
     let linked = &linked.module;
     // The linked module run engine by engine in a seeded order that respects
     // only its dependency edges and barriers: a lost or mis-mapped edge shows.
-    r.check(
+    r.outputs_check(
         "linked module in a seeded dependency-respecting order gives the interpreter's outputs",
         &[2, 5],
+        &golden,
         match linked_proof.map_or_else(
             || run_linked_interleaved(linked, &inputs, cfg.seed),
             |p| run_linked_interleaved_verified(p, &inputs, cfg.seed),
@@ -639,9 +641,10 @@ fn execute_neff(
     runtime::runtime_checks(&report, r);
     if let Some((golden, check)) = golden {
         let verdict = outputs.and_then(|o| compare(golden, &o));
-        r.check(
+        r.outputs_check(
             check,
             &[5],
+            golden,
             verdict.map_err(|e| match names {
                 Some(n) => n.explain_output(e),
                 None => e,

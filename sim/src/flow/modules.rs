@@ -202,9 +202,10 @@ pub(super) fn run_modules(cfg: &RunConfig, modules: &[Module], lines: Option<&So
     r.check(LINK_CHECK, &[1, 2], list(&linked_proof.map_or_else(judge, judge_verified)));
     let linked = &linked.module;
     match &reference {
-        Some(golden) => r.check(
+        Some(golden) => r.outputs_check(
             LINKED_VS_PER_CORE,
             &[2, 5],
+            golden,
             linked_proof
                 .map_or_else(
                     || run_linked_interleaved(linked, &inputs, cfg.seed),

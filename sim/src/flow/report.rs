@@ -112,6 +112,24 @@ impl<'a> Rec<'a> {
         }
     }
 
+    /// Records a check of outputs against the reference `golden`: "not
+    /// exercised" when the program writes no output (nothing was compared)
+    /// and `outcome` found nothing, else as [`Rec::check`].
+    pub(super) fn outputs_check(
+        &mut self,
+        name: &'static str,
+        invariants: &[u8],
+        golden: &lncsim_model::program::Values,
+        outcome: Result<(), String>,
+    ) {
+        match outcome {
+            Ok(()) if golden.is_empty() => {
+                self.not_exercised(name, invariants, "the program writes no output: nothing to compare".into())
+            }
+            o => self.check(name, invariants, o),
+        }
+    }
+
     /// Records a check, timed, and reports it.
     pub(super) fn check(&mut self, name: &'static str, invariants: &[u8], outcome: Result<(), String>) {
         let micros = self.lap();
