@@ -361,6 +361,28 @@ fn a_switch_edge_is_allowed_only_as_control_from_the_dmas_own_queue() {
 }
 
 #[test]
+fn a_dma_that_depends_on_two_inserted_switches_of_its_queue_is_reported() {
+    let (inputs, m) = linked4();
+    let (fi, k, user) = first_switch(&m);
+    let user_name = m.functions[fi].insts[user].name.clone();
+    // A second switch of the same queue, whose only dependent is the same DMA.
+    let mut two = m.clone();
+    let f = &mut two.functions[fi];
+    let mut extra = f.insts[k].clone();
+    extra.name = format!("{}-again", extra.name).into();
+    f.insts.push(extra);
+    let id = InstId::from_index(f.insts.len() - 1);
+    let entry = f.blocks.iter().position(|b| b.insts.iter().any(|&i| i.index() == k)).unwrap();
+    let at = f.blocks[entry].insts.iter().position(|&i| i.index() == k).unwrap();
+    f.blocks[entry].insts.insert(at + 1, id);
+    f.insts[user].deps.push(Dep { inst: id, kind: EdgeKind::Control });
+    f.canonicalize();
+    let v = check_link(&inputs, &two);
+    let want = format!("`{user_name}`: depends on 2 inserted switches of its queue");
+    assert!(has(&v, ViolationKind::Edge, &want), "{v:#?}");
+}
+
+#[test]
 fn an_input_edge_to_no_instruction_is_reported_not_skipped() {
     let (mut inputs, m) = linked4();
     let f = &mut inputs[1].functions[0];

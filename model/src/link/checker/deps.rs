@@ -4,7 +4,7 @@
 //! inserting (`link/fpass.rs`, seed 000 §5a), and nothing else:
 //!
 //! - a copied instruction keeps every input edge (same target by name, same
-//!   kind); the only edge it may gain is a control edge from an inserted
+//!   kind); the only edge it may gain is one control edge from an inserted
 //!   `I-SQI-*` switch of the queue it copies on (it is a DMA copy);
 //! - an inserted switch has no edges and exactly one dependent: a DMA copy on
 //!   the switch's queue;
@@ -121,6 +121,13 @@ impl<'a> Ck<'a> {
                         .filter(|d| !(d.kind == EdgeKind::Control && same_queue_switch(d.inst.index(), dma_queue)))
                         .map(|d| (names.linked_class(d.inst.index()), d.kind)),
                 );
+                let switches = n.deps.len() - got.len();
+                if switches > 1 {
+                    errs.push(format!(
+                        "core {c} `{}`: depends on {switches} inserted switches of its queue (the linker inserts at most one)",
+                        i.name
+                    ));
+                }
                 want.sort_unstable();
                 got.sort_unstable();
                 if !dangling && want == got {
