@@ -429,3 +429,21 @@ fn output_checks_of_a_program_that_writes_no_output_are_not_exercised() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A program with no compiler-placed DRAM location gives the IR checker nothing to check: it says so.
+#[test]
+fn the_ir_checker_on_a_program_with_only_inputs_and_outputs_is_not_exercised() {
+    let dir = std::env::temp_dir().join(format!("lncsim-io-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("io.bir");
+    let text = "module io lnc 1\nloc x dram input i32[16]\nloc out dram output i32[16]\n\n\
+                func main\n  args x, out\n  block entry\n    i0 = act relu x[0..16] -> out[0..16] core 0\n";
+    std::fs::write(&p, text).unwrap();
+    let o = lncsim(&["run", p.to_str().unwrap(), "--no-times"]);
+    let s = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{s}");
+    let line = s.lines().find(|l| l.contains("IR checker:")).unwrap_or_else(|| panic!("no IR checker line in:\n{s}"));
+    assert!(line.contains("not exercised: no module holds a compiler-placed"), "{line}");
+    assert!(s.contains("pass  [5] simulated outputs equal the interpreter's"), "the outputs are compared: {s}");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -79,6 +79,7 @@ impl Simulation {
         let clock = if self.cfg.checks.races { self.clocks.vc(e)[e] } else { 0 };
         let mut findings = std::mem::take(&mut self.findings);
         let mems = ins.mems();
+        self.shadowed_accesses += mems.len() as u64;
         for k in (0..mems.len()).rev() {
             let tag = Tag { thread: e as u16, slot: k as u8, clock, site };
             let vc: &[u32] = if self.cfg.checks.races { self.clocks.vc(e) } else { &[] };

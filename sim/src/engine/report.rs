@@ -89,6 +89,8 @@ pub struct SimReport {
     pub shared_accesses: u64,
     /// Barrier arrivals executed on all engines.
     pub barrier_arrivals: u64,
+    /// Memory accesses the shadow memory and the race detector looked at.
+    pub shadowed_accesses: u64,
     /// Bytes of HBM the simulator mirrored (every var of every core).
     pub mirrored_bytes: u64,
     /// Per-core figures.

@@ -70,6 +70,8 @@ pub struct Simulation {
     pub(crate) shared_accesses: u64,
     /// Barrier arrivals executed.
     pub(crate) barrier_arrivals: u64,
+    /// Memory accesses the shadow memory (and the race detector) looked at.
+    pub(crate) shadowed_accesses: u64,
     pub(crate) hash: TraceHasher,
     pub(crate) trace: Option<Trace>,
     pub(crate) outcome: Option<Outcome>,
@@ -153,6 +155,7 @@ impl Simulation {
             compute_bytes: 0,
             shared_accesses: 0,
             barrier_arrivals: 0,
+            shadowed_accesses: 0,
             hash: TraceHasher::new(),
             trace,
             outcome: None,
@@ -263,6 +266,7 @@ impl Simulation {
             compute_bytes: self.compute_bytes,
             shared_accesses: self.shared_accesses,
             barrier_arrivals: self.barrier_arrivals,
+            shadowed_accesses: self.shadowed_accesses,
             mirrored_bytes: self.hbm.bytes(),
             cores,
             violations: self.violations.clone(),

@@ -162,7 +162,7 @@ pub(super) fn run_modules(cfg: &RunConfig, modules: &[Module], lines: Option<&So
         };
         r.stage("allocate", Ok(format!("split skipped; HBM {} B (shared counted once)", report.hbm.total)));
         let v = check_modules(&per_core, &cfg.pipeline.check_config(&report));
-        r.check(IR_CHECK, &[1, 3], list(&v));
+        super::ir_check(r, IR_CHECK, &per_core, &v);
         per_core
     };
     // Verified once for the barrier-order run and the linker (an invalid one: each verifies and reports it).

@@ -2,8 +2,9 @@
 //! 3 and 5), one per family of [`Violation::kind`]s. A check whose family
 //! found nothing passes, except that the equalization check is "not
 //! exercised" when the run compared no access through another core's var of
-//! a shared tensor, and the barrier check when no barrier arrival ran: a
-//! check that looked at nothing says so. Cost: O(v) for v violations per check.
+//! a shared tensor, the barrier check when no barrier arrival ran, and the
+//! shadow-memory and happens-before checks when no memory access was
+//! shadowed: a check that looked at nothing says so. Cost: O(v) for v violations per check.
 //!
 //! [`Violation::kind`]: crate::check::violation::Violation::kind
 
@@ -30,12 +31,17 @@ pub(super) fn runtime_checks(s: &crate::SimReport, r: &mut Rec<'_>) {
         Ok(()) if s.barrier_arrivals == 0 => r.not_exercised(barriers, &[2], "no barrier arrival ran".into()),
         v => r.check(barriers, &[2], v),
     }
-    r.check(
-        "shadow memory: no access outside its tensor, no clobber of a live tensor",
-        &[3],
-        kinds(&["out-of-var", "clobber", "unmapped"]),
-    );
-    r.check("happens-before: no unsynchronised conflicting accesses", &[5], kinds(&["race"]));
+    let none = || "no memory access was shadowed (no record touched memory, or the checks are off)".to_string();
+    let shadow = "shadow memory: no access outside its tensor, no clobber of a live tensor";
+    match kinds(&["out-of-var", "clobber", "unmapped"]) {
+        Ok(()) if s.shadowed_accesses == 0 => r.not_exercised(shadow, &[3], none()),
+        v => r.check(shadow, &[3], v),
+    }
+    let races = "happens-before: no unsynchronised conflicting accesses";
+    match kinds(&["race"]) {
+        Ok(()) if s.shadowed_accesses == 0 => r.not_exercised(races, &[5], none()),
+        v => r.check(races, &[5], v),
+    }
     r.check("execution: legal records, within the event budget", &[5], kinds(&["illegal", "event-budget"]));
 }
 
@@ -49,7 +55,7 @@ mod tests {
     use crate::check::violation::Violation;
     use crate::flow::report::{CheckResult, Rec, RunReport};
 
-    fn sim(shared_accesses: u64, barrier_arrivals: u64, violations: Vec<Violation>) -> SimReport {
+    fn sim(accesses: u64, barrier_arrivals: u64, violations: Vec<Violation>) -> SimReport {
         SimReport {
             seed: 0,
             outcome: Outcome::Finished,
@@ -58,8 +64,9 @@ mod tests {
             events: 0,
             hbm_bytes: 0,
             compute_bytes: 0,
-            shared_accesses,
+            shared_accesses: accesses,
             barrier_arrivals,
+            shadowed_accesses: accesses,
             mirrored_bytes: 0,
             cores: Vec::new(),
             violation_ns: vec![0; violations.len()],
@@ -74,10 +81,28 @@ mod tests {
 
     /// The first two checks' results: equalization, barriers.
     fn verdicts(s: &SimReport) -> (CheckResult, CheckResult) {
+        let all = all_verdicts(s);
+        (all[0].clone(), all[1].clone())
+    }
+
+    /// Every check's result, in order: equalization, barriers, shadow, races, execution.
+    fn all_verdicts(s: &SimReport) -> Vec<CheckResult> {
         let mut on = |_: crate::flow::Progress<'_>| {};
         let mut r = Rec::new(RunReport::new(0, None), &mut on);
         runtime_checks(s, &mut r);
-        (r.checks[0].result.clone(), r.checks[1].result.clone())
+        r.checks.iter().map(|c| c.result.clone()).collect()
+    }
+
+    #[test]
+    fn shadow_and_race_checks_that_shadowed_nothing_are_not_exercised() {
+        let idle = all_verdicts(&sim(0, 0, Vec::new()));
+        assert!(
+            matches!(idle[2], CheckResult::NotExercised(_)) && matches!(idle[3], CheckResult::NotExercised(_)),
+            "{idle:?}"
+        );
+        assert_eq!(idle[4], CheckResult::Pass, "the execution check always looked at the run");
+        let busy = all_verdicts(&sim(3, 1, Vec::new()));
+        assert!(busy.iter().all(|c| *c == CheckResult::Pass), "{busy:?}");
     }
 
     #[test]
