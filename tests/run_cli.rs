@@ -407,18 +407,24 @@ fn each_contract_check_fails_on_its_planted_bug_and_passes_without_it() {
     assert!(stdout(&o).contains(replay), "{}", stdout(&o));
 }
 
+/// `lncsim run --no-times` on `text` written to a scratch file: (exit code, stdout).
+fn run_program_text(tag: &str, text: &str) -> (Option<i32>, String) {
+    let dir = std::env::temp_dir().join(format!("lncsim-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(format!("{tag}.bir"));
+    std::fs::write(&p, text).unwrap();
+    let o = lncsim(&["run", p.to_str().unwrap(), "--no-times"]);
+    let _ = std::fs::remove_dir_all(dir);
+    (o.status.code(), stdout(&o))
+}
+
 /// A program that writes no output compares nothing: its output checks say so.
 #[test]
 fn output_checks_of_a_program_that_writes_no_output_are_not_exercised() {
-    let dir = std::env::temp_dir().join(format!("lncsim-noout-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join("noout.bir");
     let text = "module noout lnc 1\nloc x dram input i32[16]\nloc t dram internal i32[16]\nloc out dram output i32[16]\n\n\
                 func main\n  args x, out\n  block entry\n    i0 = act relu x[0..16] -> t[0..16] core 0\n";
-    std::fs::write(&p, text).unwrap();
-    let o = lncsim(&["run", p.to_str().unwrap(), "--no-times"]);
-    let s = stdout(&o);
-    assert_eq!(o.status.code(), Some(0), "{s}");
+    let (code, s) = run_program_text("noout", text);
+    assert_eq!(code, Some(0), "{s}");
     for check in [
         "split modules in a seeded barrier order give the interpreter's outputs",
         "linked module in a seeded dependency-respecting order gives the interpreter's outputs",
@@ -427,23 +433,16 @@ fn output_checks_of_a_program_that_writes_no_output_are_not_exercised() {
         let line = s.lines().find(|l| l.contains(check)).unwrap_or_else(|| panic!("no `{check}` in:\n{s}"));
         assert!(line.contains("not exercised: the program writes no output"), "{line}");
     }
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// A program with no compiler-placed DRAM location gives the IR checker nothing to check: it says so.
 #[test]
 fn the_ir_checker_on_a_program_with_only_inputs_and_outputs_is_not_exercised() {
-    let dir = std::env::temp_dir().join(format!("lncsim-io-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join("io.bir");
     let text = "module io lnc 1\nloc x dram input i32[16]\nloc out dram output i32[16]\n\n\
                 func main\n  args x, out\n  block entry\n    i0 = act relu x[0..16] -> out[0..16] core 0\n";
-    std::fs::write(&p, text).unwrap();
-    let o = lncsim(&["run", p.to_str().unwrap(), "--no-times"]);
-    let s = stdout(&o);
-    assert_eq!(o.status.code(), Some(0), "{s}");
+    let (code, s) = run_program_text("io", text);
+    assert_eq!(code, Some(0), "{s}");
     let line = s.lines().find(|l| l.contains("IR checker:")).unwrap_or_else(|| panic!("no IR checker line in:\n{s}"));
     assert!(line.contains("not exercised: no module holds a compiler-placed"), "{line}");
     assert!(s.contains("pass  [5] simulated outputs equal the interpreter's"), "the outputs are compared: {s}");
-    let _ = std::fs::remove_dir_all(dir);
 }
