@@ -192,11 +192,51 @@ fn the_interleaving_oracle_reports_a_dangling_view_a_barrier_mismatch_and_a_dupl
     for seed in 0..8 {
         assert_eq!(run_interleaved(&alone, &inputs, seed), Err(InterleaveError::BarrierMismatch(group)), "seed {seed}");
     }
-    // Core 0 declares `out` as an output too.
+    // Core 0 declares `out` as an output too and writes it: two cores write one output.
     let mut twice = modules;
     let out = twice[1].loc(twice[1].loc_by_name("out").unwrap()).clone();
-    twice[0].add_loc(out);
+    let out0 = twice[0].add_loc(out);
+    let f = &mut twice[0].functions[0];
+    let t = f.insts[0].write().unwrap();
+    let mut w = Inst::new(
+        "w_out",
+        Engine::Act,
+        Op::Compute {
+            kind: ComputeKind::Relu,
+            srcs: [t].into_iter().collect(),
+            dst: AccessPattern { loc: out0, offset: 0, len: 16 },
+        },
+    );
+    w.core = Some(0);
+    w.deps = [Dep { inst: InstId(0), kind: EdgeKind::Data }].into_iter().collect();
+    let entry = BlockId(0);
+    f.push_inst(entry, w);
     assert_eq!(run_interleaved(&twice, &inputs, 0), Err(InterleaveError::DuplicateOutput("out".into())));
+}
+
+#[test]
+fn the_interleaving_oracle_takes_an_output_from_the_core_that_writes_it() {
+    // Core 0 declares `out` too (hand-written modules sharing one header) but only core 1 writes it.
+    let (mut modules, inputs, golden) = handoff();
+    let out = modules[1].loc(modules[1].loc_by_name("out").unwrap()).clone();
+    modules[0].add_loc(out);
+    assert_eq!(run_interleaved(&modules, &inputs, 0), Ok(golden));
+}
+
+#[test]
+fn the_interleaving_oracle_finds_a_views_target_by_core_id_in_any_module_order() {
+    let (mut modules, inputs, golden) = handoff();
+    modules.reverse();
+    for seed in 0..4 {
+        assert_eq!(run_interleaved(&modules, &inputs, seed), Ok(golden.clone()), "seed {seed}");
+    }
+    // Core 1's view (listed first) naming a tensor core 0 lacks is still dangling.
+    let id = modules[0].loc_by_name("t_in1").unwrap();
+    modules[0].memlocs[id.index()].remote_local_target = Some(RemoteLocalTarget { name: "nope".into(), core: 0 });
+    assert_eq!(
+        run_interleaved(&modules, &inputs, 0),
+        Err(InterleaveError::MissingRemote { core: 0, view: "t_in1".into(), name: "nope".into(), target: 0 })
+    );
 }
 
 #[test]

@@ -4,6 +4,10 @@
 //! producer's buffer through its `RemoteLocalTarget`; a barrier is a
 //! rendezvous of its group's participants. Independent of the simulator.
 //!
+//! A view's `RemoteLocalTarget` core is a NeuronCoreId, found among the
+//! modules by id (any order); the outputs gathered are those each core's
+//! function writes (a core may declare an output another core writes).
+//!
 //! Cost: O(V + L) expected to resolve V views by name over L locations (one
 //! table of the views' target names per target module, as inline
 //! [`super::name_key::NameKey`]s, exact, so a hit follows no pointer into
@@ -64,7 +68,7 @@ pub enum InterleaveError {
     /// No core can run and some have not finished.
     #[error("deadlock: cores {0:?} wait at barriers that never complete")]
     Deadlock(Vec<usize>),
-    /// Two cores write the same output.
+    /// Two cores' functions write the same output.
     #[error("output `{0}` is written by more than one core")]
     DuplicateOutput(String),
     /// The linked module's core functions hold more instructions or edges than the run's `u32` tables index.
@@ -101,12 +105,19 @@ pub fn run_interleaved_verified(
         }
         base.push(mem.push_module(m, inputs).map_err(|err| InterleaveError::Interp { core, err })?);
     }
+    // A view names its target's core by NeuronCoreId, not by position in `modules`
+    // (a caller may list the modules in any order): the first module of an id is its core.
+    let mut by_core: BTreeMap<u32, usize> = BTreeMap::new();
+    for (i, m) in modules.iter().enumerate() {
+        by_core.entry(m.attrs.neuron_core_id.unwrap_or(i as u32)).or_insert(i);
+    }
+    let module_of = |core: u32| by_core.get(&core).copied();
     // The views' target names, one table per target module (looked up only), then
     // one scan of each target module's locations: the first location of a name wins.
     // Sized first (a rehash would read every stored name again).
     let mut wanted = vec![0usize; modules.len()];
     for r in modules.iter().flat_map(|m| &m.memlocs).filter_map(|l| l.remote_local_target.as_ref()) {
-        if let Some(n) = wanted.get_mut(r.core as usize) {
+        if let Some(n) = module_of(r.core).and_then(|t| wanted.get_mut(t)) {
             *n += 1;
         }
     }
@@ -117,7 +128,7 @@ pub fn run_interleaved_verified(
     for m in modules {
         for l in &m.memlocs {
             let Some(r) = &l.remote_local_target else { continue };
-            let slot = tables.get_mut(r.core as usize).map(|t| {
+            let slot = module_of(r.core).and_then(|t| tables.get_mut(t)).map(|t| {
                 *t.entry(NameKey::new(&r.name)).or_insert_with(|| {
                     target_of.push(None);
                     target_of.len() - 1
@@ -150,7 +161,7 @@ pub fn run_interleaved_verified(
                 None => mem.start[base[core] + i],
                 Some(r) => {
                     let target = views.next().flatten().and_then(|s| target_of[s]);
-                    let Some(t) = target else {
+                    let (Some(t), Some(tm)) = (target, module_of(r.core)) else {
                         return Err(InterleaveError::MissingRemote {
                             core,
                             view: l.name.to_string(),
@@ -158,7 +169,7 @@ pub fn run_interleaved_verified(
                             target: r.core,
                         });
                     };
-                    mem.start[base[r.core as usize] + t]
+                    mem.start[base[tm] + t]
                 }
             };
             slots.push(s);
@@ -218,10 +229,20 @@ pub fn run_interleaved_verified(
             }
         }
     }
+    // The outputs each core's function writes (a core may declare an output another
+    // core writes, as hand-written per-core modules sharing one header do).
     let mut out = Values::new();
     for (core, m) in modules.iter().enumerate() {
+        let mut written = vec![false; m.memlocs.len()];
+        for a in m.functions[0].insts.iter().filter_map(Inst::write) {
+            if let Some(w) = written.get_mut(a.loc.index()) {
+                *w = true;
+            }
+        }
         for (i, l) in m.memlocs.iter().enumerate() {
-            if l.usage == Usage::Output && out.insert(l.name.to_string(), mem.values(base[core] + i).to_vec()).is_some()
+            if l.usage == Usage::Output
+                && written[i]
+                && out.insert(l.name.to_string(), mem.values(base[core] + i).to_vec()).is_some()
             {
                 return Err(InterleaveError::DuplicateOutput(l.name.to_string()));
             }
