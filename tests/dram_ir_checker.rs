@@ -142,6 +142,55 @@ fn below_the_floor_and_page_straddle_are_reported() {
 }
 
 #[test]
+fn a_placement_off_the_page_grid_is_reported() {
+    let mut ms = clean();
+    // One byte above a clean placement (a floor + 1 or an end + 1 slip in search):
+    // above the floor, inside the region, no sub-page straddle (a 4 KiB tensor).
+    let b = addr(&ms[0], "b");
+    loc(&mut ms[0], "b").address = Some(b + 1);
+    let v = check(&ms);
+    assert!(
+        v.iter().any(
+            |x| matches!(x, IrViolation::Misaligned { core: 0, loc, address, .. } if loc == "b" && *address == b + 1)
+        ),
+        "{v:#?}"
+    );
+    // A multi-page tensor moved by 0x800 to a free spot is off the grid too.
+    let mut ms = clean();
+    let a = addr(&ms[0], "a");
+    loc(&mut ms[0], "a").address = Some(a + 0x10_0000 / 2 + 0x800);
+    loc(&mut ms[0], "c").address = Some(a + 0x10_0000 / 2 + 0x800);
+    let v = check(&ms);
+    assert!(v.iter().any(|x| matches!(x, IrViolation::Misaligned { loc, .. } if loc == "a")), "{v:#?}");
+    assert!(v.iter().any(|x| matches!(x, IrViolation::Misaligned { loc, .. } if loc == "c")), "{v:#?}");
+}
+
+#[test]
+fn placements_on_the_floors_page_offset_pass() {
+    // An input hand-placed off the page grid moves the floor off it (0x10 + 4 KiB):
+    // search's first gap starts there and a multi-page tensor takes it as it is.
+    let p = parse(
+        "module f lnc 1
+loc x dram input i32[1024] @0x10
+loc t dram internal i32[2048]
+loc u dram internal i32[2048]
+loc y dram output i32[2048]
+
+func main
+  block entry
+    i0 = act relu x[0..1024] -> t[0..1024]
+    i1 = act relu t[0..2048] -> u[0..2048] after i0
+    i2 = act relu u[0..2048] -> y[0..2048] after i1
+",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let ms = compile(&p, &opts()).unwrap().per_core;
+    let (t, u) = (addr(&ms[0], "t"), addr(&ms[0], "u"));
+    assert_eq!((t.min(u), t.max(u) % 4096), (0x1010, 0x10), "one at the floor, one at its end");
+    assert_eq!(check(&ms), vec![]);
+}
+
+#[test]
 fn cc_region_rules_are_reported() {
     let mut ms = clean();
     // Core 1's CC region: auto size roundUp(4096 + 16) = 8 KiB below the 1 MiB ceiling.

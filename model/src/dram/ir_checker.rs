@@ -12,7 +12,10 @@
 //!   page-rounded Input/Output/Weight footprint), below the region ceiling,
 //!   collective operands inside the CC region `[max(floor, ceiling - ccLimit),
 //!   ceiling)`, no other location straddling its base, no sub-page location
-//!   crossing a 4 KiB page, and no two locations with a common live position
+//!   crossing a 4 KiB page, every address on the page grid (its offset within
+//!   a 4 KiB page 0, the floor's or the CC base's: seed 004, "Page / GCA
+//!   Alignment": sizes are page multiples and gaps start at the floor or at a
+//!   neighbour's end), and no two locations with a common live position
 //!   sharing a byte of `[address, address + aligned size)`;
 //! - owned shared locations (no remote target): inside their core's slab
 //!   `[core * coreCap, (core + 1) * coreCap)`, with the same CC and page rules
@@ -171,6 +174,18 @@ pub enum IrViolation {
         address: u64,
         /// Its aligned size.
         size: u64,
+    },
+    /// A placement off the 4 KiB page grid its region's placements lie on.
+    #[error("core {core}: `{loc}` at {address:#x} is off the 4 KiB page grid (allowed offsets in a page: {allowed:?})")]
+    Misaligned {
+        /// Core.
+        core: u32,
+        /// Location.
+        loc: String,
+        /// Its address.
+        address: u64,
+        /// The offsets within a page a placement may have: 0, the floor's and the CC base's.
+        allowed: Vec<u64>,
     },
     /// Two owned shared locations (of any cores) share bytes.
     #[error("shared `{a}` (core {a_core}) and `{b}` (core {b_core}) share bytes of the shared region")]
@@ -434,7 +449,7 @@ impl CcOperands {
     }
 }
 
-/// Floor, region, CC and page rules for the placed locations `ids` of one
+/// Floor, region, CC, page and page-grid rules for the placed locations `ids` of one
 /// region (`bit`: [`PRIVATE`] or [`SHARED`]): O(|ids|).
 fn check_region(
     m: &Module,
@@ -456,6 +471,12 @@ fn check_region(
         }
     };
     let cc_base = r.ceiling.saturating_sub(limit).max(r.floor);
+    // The page grid: search's gaps start at the floor, at the CC base or at a placed
+    // neighbour's end (a multiple of 4096 bytes past a gap start), and a sub-page bump
+    // lands on a page: so a placement's offset within its page is 0, the floor's or the CC base's.
+    let mut allowed = vec![0, r.floor % PAGE, cc_base % PAGE];
+    allowed.sort_unstable();
+    allowed.dedup();
     for &id in ids {
         let l = m.loc(id);
         let address = l.address.unwrap_or(0);
@@ -478,6 +499,9 @@ fn check_region(
         }
         if size > 0 && size <= PAGE && address / PAGE != (end - 1) / PAGE {
             out.push(IrViolation::PageStraddle { core, loc: name(), address, size });
+        }
+        if !allowed.contains(&(address % PAGE)) {
+            out.push(IrViolation::Misaligned { core, loc: name(), address, allowed: allowed.clone() });
         }
     }
 }
