@@ -408,3 +408,94 @@ fn the_linked_oracle_never_completes_a_group_on_one_core_twice() {
     }
     assert!(refused > 0, "no order of 16 met the second arrival before core 1");
 }
+
+/// A program whose own barrier uses group 0 and whose handoff `t` needs one too.
+const OWN_GROUP: &str = "module bg lnc 2
+loc x dram input i32[8]
+loc t dram internal i32[8]
+loc out dram output i32[8]
+func main
+  args x, out
+  block entry
+    i0 = act relu x[0..8] -> t[0..8] core 0
+    cb1 = sp barrier group 0 cores 0, 1 id 0 flagged core 0
+    b1 = sp barrier group 0 cores 0, 1 id 1 flagged core 1
+    i1 = dve relu t[0..8] -> out[0..8] core 1 after i0
+";
+
+#[test]
+fn the_splits_handoff_groups_and_names_avoid_the_programs_own() {
+    let p = ir::parse(OWN_GROUP).unwrap();
+    let modules = split(&p).unwrap();
+    let mut groups: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    for m in &modules {
+        m.verify().unwrap();
+        for i in &m.functions[0].insts {
+            if let Op::CoreBarrier(b) = &i.op {
+                groups.entry(b.group).or_default().push(i.name.to_string());
+            }
+        }
+    }
+    // Group 0 is the program's (two arrivals); the handoff's is group 1, named
+    // `cb1_1` on both cores, since the program already has a `cb1`.
+    assert_eq!(groups.keys().copied().collect::<Vec<_>>(), vec![0, 1], "{groups:?}");
+    assert_eq!(groups[&1], vec!["cb1_1".to_string(), "cb1_1".to_string()]);
+    let inputs = seeded_inputs(&p, 1);
+    let golden = interpret(&p, &inputs).unwrap();
+    for seed in 0..4 {
+        assert_eq!(run_interleaved(&modules, &inputs, seed), Ok(golden.clone()), "seed {seed}");
+    }
+}
+
+/// One core: a DMA-free queue declares the semaphore an `act` signal and a
+/// `dve` wait share, which orders `r` after `i`.
+const SEMS: &str = "module sem lnc 1
+queue q dynamic owner sp sems 1
+loc x dram input i32[8]
+loc t dram internal i32[8]
+loc out dram output i32[8]
+func main
+  args x, out
+  block entry
+    i = act relu x[0..8] -> t[0..8]
+    s = act sem_signal 0
+    w = dve sem_wait 0 value 1
+    r = dve relu t[0..8] -> out[0..8]
+";
+
+#[test]
+fn a_core_that_uses_semaphores_keeps_every_queue_of_the_pool() {
+    let p = ir::parse(SEMS).unwrap();
+    let [m] = split(&p).unwrap().try_into().unwrap();
+    assert_eq!(m.queues.iter().map(|q| (q.name.as_str(), q.semaphores)).collect::<Vec<_>>(), vec![("q", 1)]);
+}
+
+#[test]
+fn the_linked_order_oracle_waits_for_semaphores_and_sees_a_lost_wait() {
+    use lncsim_model::link::link;
+    use lncsim_model::link::pipeline::per_core_modules;
+    let p = ir::parse(SEMS).unwrap();
+    let inputs = seeded_inputs(&p, 1);
+    let golden = interpret(&p, &inputs).unwrap();
+    let linked = link(&per_core_modules(&p).unwrap()).unwrap();
+    for seed in 0..32 {
+        assert_eq!(run_linked_interleaved(&linked, &inputs, seed).unwrap(), golden, "seed {seed}");
+    }
+    // The wait lost (a no-op signal in its place): `r` may now run before `i`.
+    let mut lost = linked.clone();
+    for f in lost.functions.iter_mut() {
+        for i in f.insts.iter_mut().filter(|i| i.name == "w") {
+            i.op = Op::SemSignal { sem: 0 };
+        }
+    }
+    let differs = (0..32).filter(|&seed| run_linked_interleaved(&lost, &inputs, seed).unwrap() != golden).count();
+    assert!(differs > 0, "no seed out of 32 ran `r` before `i`");
+    // A wait for a value never reached is a deadlock.
+    let mut never = linked;
+    for f in never.functions.iter_mut() {
+        for i in f.insts.iter_mut().filter(|i| i.name == "w") {
+            i.op = Op::SemWait { sem: 0, value: 2 };
+        }
+    }
+    assert!(matches!(run_linked_interleaved(&never, &inputs, 0), Err(InterleaveError::Deadlock(_))));
+}

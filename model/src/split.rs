@@ -14,7 +14,11 @@
 //! interleaving deadlocks. The producer's arrival runs after the producing
 //! instruction; each consumer instruction runs after its core's arrival. Each
 //! core numbers its own barrier slot IDs from 0, flagged for renumbering, as
-//! seed 000 §7 says each core does.
+//! seed 000 §7 says each core does. The handoff groups are numbered after
+//! every group the program's own barriers use, and named `cb<group>` (or
+//! `cb<group>_<k>` where the program already names an instruction so). A
+//! core that waits on or signals a semaphore keeps every queue of the program:
+//! a semaphore index names a slot of the pool the queues' semaphores make up.
 //!
 //! Cost: O(N + D + P + C·L) expected for N instructions, D deps, P barrier
 //! arrivals, C cores and L locations: the program's instructions are walked
@@ -63,6 +67,14 @@ pub enum SplitError {
     /// A generated view name is already taken by a program location.
     #[error("view name `{0}` collides with a program location")]
     NameCollision(String),
+    /// The handoff barrier groups, numbered after the program's own, run past `u32::MAX`.
+    #[error("{handoffs} handoff barrier groups numbered from {first} (after the program's own groups) pass u32::MAX")]
+    GroupsExhausted {
+        /// The first group the split would number.
+        first: u64,
+        /// How many handoffs need a group.
+        handoffs: usize,
+    },
     /// The program asks for more cores than a NEFF can hold (one subgraph each).
     #[error("lnc_size {0} is more cores than the {MAX_LNC_SIZE} a NEFF's subgraphs allow")]
     TooManyCores(u32),
@@ -143,6 +155,12 @@ pub fn split(program: &Module) -> Result<Vec<Module>, SplitError> {
             }
         }
         if let Some(u) = used_queues.get_mut(here as usize) {
+            // A semaphore index names a slot of the pool every queue's semaphores
+            // make up, in queue order: a core that waits or signals keeps every queue,
+            // so its pool is the program's.
+            if matches!(inst.op, Op::SemWait { .. } | Op::SemSignal { .. }) {
+                u.iter_mut().for_each(|q| *q = true);
+            }
             let sqi = match inst.op {
                 Op::SwitchQueueInstance { queue, .. } => Some(queue),
                 _ => None,
@@ -181,7 +199,20 @@ pub fn split(program: &Module) -> Result<Vec<Module>, SplitError> {
         outs.push(CoreOut::new(program, func, &analysis, c as u32, t, u, per_core[c])?);
     }
     drop((touched, used_queues));
-    Ok(build(func, &analysis, outs))
+    // The split's handoff groups come after every group the program's own barriers
+    // use (one per instruction with cross-core dependents), and must fit in a u32.
+    let used = func.insts.iter().filter_map(|i| match &i.op {
+        Op::CoreBarrier(b) => Some(b.group),
+        _ => None,
+    });
+    let first_group = used.max().map_or(0, |g| u64::from(g) + 1);
+    let handoffs = (0..func.insts.len()).filter(|&p| !analysis.dependents.get(p).is_empty()).count();
+    let first_group = u32::try_from(first_group)
+        .ok()
+        .filter(|&g| u64::from(g) + handoffs as u64 <= u64::from(u32::MAX) + 1)
+        .ok_or(SplitError::GroupsExhausted { first: first_group, handoffs })?;
+    let barrier_names = BarrierNames::new(func);
+    Ok(build(func, &analysis, outs, first_group, &barrier_names))
 }
 
 /// Inserts `x` into the sorted, distinct `v` (a few cores: a linear insert).
@@ -362,7 +393,13 @@ impl CoreOut {
 /// each instruction goes to its core, each barrier arrival to every
 /// participant, so the program's arena is read once, front to back (not once
 /// per core). O(N + D + P) for N instructions, D deps and P arrivals.
-fn build(func: &Function, a: &Analysis<'_>, mut outs: Vec<CoreOut>) -> Vec<Module> {
+fn build(
+    func: &Function,
+    a: &Analysis<'_>,
+    mut outs: Vec<CoreOut>,
+    first_group: u32,
+    names: &BarrierNames<'_>,
+) -> Vec<Module> {
     let n = func.insts.len();
     // Program instruction -> its id in its own core's function.
     let mut local = Dense::new(n);
@@ -372,7 +409,7 @@ fn build(func: &Function, a: &Analysis<'_>, mut outs: Vec<CoreOut>) -> Vec<Modul
     let mut arr: Vec<u32> = Vec::new();
     let mut counts = vec![0usize; outs.len()];
     let mut participants: Vec<u32> = Vec::new();
-    let mut group = 0u32;
+    let mut group = first_group;
     for b in &func.blocks {
         counts.iter_mut().for_each(|c| *c = 0);
         for &p in &b.insts {
@@ -420,7 +457,7 @@ fn build(func: &Function, a: &Analysis<'_>, mut outs: Vec<CoreOut>) -> Vec<Modul
                     id: o.slot,
                     flagged: true,
                 });
-                let mut cb = Inst::new(format!("cb{group}"), Engine::Sp, op);
+                let mut cb = Inst::new(names.of(group), Engine::Sp, op);
                 cb.core = Some(c);
                 if c == here
                     && let Some(mine) = local.get(pid.index())
@@ -430,7 +467,8 @@ fn build(func: &Function, a: &Analysis<'_>, mut outs: Vec<CoreOut>) -> Vec<Modul
                 o.slot += 1;
                 arr.push(o.f.push_inst(block, cb).0);
             }
-            group += 1;
+            // At most u32::MAX + 1 groups in all (checked by the caller): the last one wraps unused.
+            group = group.wrapping_add(1);
         }
     }
     outs.into_iter()
@@ -440,6 +478,29 @@ fn build(func: &Function, a: &Analysis<'_>, mut outs: Vec<CoreOut>) -> Vec<Modul
             m
         })
         .collect()
+}
+
+/// The names of the split's barrier arrivals: `cb<group>`, or, where the
+/// program already names an instruction so, the first free `cb<group>_<k>`
+/// (k = 1, 2, ...); instruction names are unique within a function. The
+/// program's names are kept only when one starts with `cb` (lookups only).
+struct BarrierNames<'p> {
+    taken: NameSet<'p>,
+}
+
+impl<'p> BarrierNames<'p> {
+    fn new(func: &'p Function) -> Self {
+        BarrierNames { taken: func.insts.iter().map(|i| i.name.as_str()).filter(|n| n.starts_with("cb")).collect() }
+    }
+
+    /// The name of group `group`'s arrivals.
+    fn of(&self, group: u32) -> String {
+        let base = format!("cb{group}");
+        if !self.taken.contains(base.as_str()) {
+            return base;
+        }
+        (1u64..).map(|k| format!("{base}_{k}")).find(|n| !self.taken.contains(n.as_str())).unwrap_or(base)
+    }
 }
 
 /// Core `o.core`'s arrival at producer `p`'s barrier, if it was pushed already.

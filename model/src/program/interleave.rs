@@ -255,16 +255,19 @@ pub fn run_interleaved_verified(
 /// in the interleaving chosen by `seed`, respecting exactly what the
 /// hardware respects: each engine runs its instructions in program order,
 /// an instruction starts only when every instruction it depends on (any
-/// edge kind) has finished, and a core barrier finishes when every
-/// participant core arrived at its group. Accesses use the linked
+/// edge kind) has finished, a `sem_wait` only once its core's semaphore has
+/// been signalled `value` times (a wait takes nothing from the count), and a
+/// core barrier finishes when every participant core arrived at its group. Accesses use the linked
 /// locations directly (views are already redirected to their unified
 /// location). Unlike [`super::interp::interpret`], which runs each core
 /// function in program order, a linked module that lost a dependency edge
 /// gives different outputs for some seeds. Returns every output location's values.
 ///
-/// Cost: O(n + e + b log G) for n instructions, e edges and b barrier
-/// arrivals among G groups (a ready list with O(1) random draws; each edge
-/// is released once; an arrival finds its group by binary search), plus the element work; the
+/// Cost: O(n + e + b log G + s (E + log S)) for n instructions, e edges, b barrier
+/// arrivals among G groups and s semaphore operations on S semaphores with E
+/// engine streams per core (a ready list with O(1) random draws; each edge
+/// is released once; an arrival finds its group by binary search; a signal
+/// re-checks its core's streams), plus the element work; the
 /// per-instruction tables are flat `u32` arrays over every core function
 /// (no row per function), 16 bytes per instruction plus 4 per edge.
 pub fn run_linked_interleaved(linked: &Module, inputs: &Values, seed: u64) -> Result<Values, InterleaveError> {
@@ -349,10 +352,25 @@ pub fn run_linked_interleaved_verified(
     let mut ready: Vec<usize> = Vec::new();
     // Queued in `ready`, or arrived at a barrier and waiting for its group: not to be queued again.
     let mut queued = vec![false; streams.len()];
-    let head_ready =
-        |s: usize, pc: &[usize], undone: &[u32]| streams[s].1.get(pc[s]).is_some_and(|&g| undone[g as usize] == 0);
+    // Per core function: its semaphores' counts (a signal adds one; a wait for
+    // `value` starts once the count reaches it and takes nothing), by index.
+    let mut sems: BTreeMap<(usize, u32), u32> = BTreeMap::new();
+    // Per core function: its streams (a signal re-checks only those).
+    let mut streams_of: Vec<Vec<usize>> = vec![Vec::new(); funcs.len()];
+    for (s, st) in streams.iter().enumerate() {
+        streams_of[st.0].push(s);
+    }
+    let head_ready = |s: usize, pc: &[usize], undone: &[u32], sems: &BTreeMap<(usize, u32), u32>| {
+        streams[s].1.get(pc[s]).is_some_and(|&g| {
+            undone[g as usize] == 0
+                && match inst_of(g).1.op {
+                    Op::SemWait { sem, value } => sems.get(&(streams[s].0, sem)).copied().unwrap_or(0) >= value,
+                    _ => true,
+                }
+        })
+    };
     for (s, q) in queued.iter_mut().enumerate() {
-        if head_ready(s, &pc, &undone) {
+        if head_ready(s, &pc, &undone, &sems) {
             ready.push(s);
             *q = true;
         }
@@ -380,7 +398,20 @@ pub fn run_linked_interleaved_verified(
                     queued[t] = false;
                 }
             }
-            Op::Return | Op::SwitchQueueInstance { .. } | Op::SemWait { .. } | Op::SemSignal { .. } => finished.push(s),
+            Op::SemSignal { sem } => {
+                let k = streams[s].0;
+                let n = sems.entry((k, *sem)).or_insert(0);
+                *n = n.saturating_add(1);
+                finished.push(s);
+                // A wait of this core that the signal satisfies can start now.
+                for &w in &streams_of[k] {
+                    if w != s && !queued[w] && head_ready(w, &pc, &undone, &sems) {
+                        ready.push(w);
+                        queued[w] = true;
+                    }
+                }
+            }
+            Op::Return | Op::SwitchQueueInstance { .. } | Op::SemWait { .. } => finished.push(s),
             _ => {
                 execute_at(data, inst, &mut |ap: &AccessPattern| first[ap.loc.index()] as usize, &mut scratch);
                 finished.push(s);
@@ -394,12 +425,12 @@ pub fn run_linked_interleaved_verified(
                 *n = n.saturating_sub(1);
                 let (us, _) = at[u as usize];
                 let us = us as usize;
-                if *n == 0 && us != u32::MAX as usize && !queued[us] && head_ready(us, &pc, &undone) {
+                if *n == 0 && us != u32::MAX as usize && !queued[us] && head_ready(us, &pc, &undone, &sems) {
                     ready.push(us);
                     queued[us] = true;
                 }
             }
-            if !queued[t] && head_ready(t, &pc, &undone) {
+            if !queued[t] && head_ready(t, &pc, &undone, &sems) {
                 ready.push(t);
                 queued[t] = true;
             }
