@@ -444,5 +444,7 @@ fn the_ir_checker_on_a_program_with_only_inputs_and_outputs_is_not_exercised() {
     assert_eq!(code, Some(0), "{s}");
     let line = s.lines().find(|l| l.contains("IR checker:")).unwrap_or_else(|| panic!("no IR checker line in:\n{s}"));
     assert!(line.contains("not exercised: no module holds a compiler-placed"), "{line}");
+    let line = s.lines().find(|l| l.contains("HBM accounting")).unwrap_or_else(|| panic!("no HBM line in:\n{s}"));
+    assert!(line.contains("n/a") && line.contains("not exercised: no compiler-placed tensor was loaded"), "{line}");
     assert!(s.contains("pass  [5] simulated outputs equal the interpreter's"), "the outputs are compared: {s}");
 }

@@ -2,7 +2,11 @@
 //! program: `lnc` in `1..=256`, every location in DRAM (the device models
 //! HBM only; SBUF and PSUM exist in the IR for the seeds' sake), and every
 //! compute op on an engine that runs it (matmul on PE only, PE runs nothing
-//! but matmul, SP computes nothing: it triggers DMA and synchronises).
+//! but matmul, SP computes nothing: it triggers DMA and synchronises), and
+//! every instruction within the 64-byte record's encoding (matmul dimensions
+//! up to 1023, semaphore indices within the semaphore file, no n-ary add
+//! over one of its sources), and no `remote` view in a program (a module
+//! with no NeuronCoreId on it or its functions: views are the split's).
 //! Errors carry the source position when a [`SourceMap`] is given.
 //!
 //! It also warns, without failing, about cross-engine data hazards: two
@@ -85,7 +89,20 @@ pub fn device_check(m: &Module, map: Option<&SourceMap>) -> Vec<DeviceFinding> {
             format!("lnc {} is out of range: the device has 1 to {MAX_LNC} cores", m.attrs.lnc_size),
         ));
     }
+    // A program (no NeuronCoreId on the module or any function) is what the split
+    // starts from: a `remote` view is the split's to make, and the reference
+    // interpreter of a program has no other core to read it from.
+    let program = m.attrs.neuron_core_id.is_none() && m.functions.iter().all(|f| f.attrs.neuron_core_id.is_none());
     for (i, l) in m.memlocs.iter().enumerate() {
+        if program && let Some(r) = &l.remote_local_target {
+            out.push(err(
+                map.and_then(|s| s.locs.get(i).copied()),
+                format!(
+                    "location `{}` is a view of `{}` on core {}: views exist only in per-core modules (a program names the tensor itself; the split makes the views)",
+                    l.name, r.name, r.core
+                ),
+            ));
+        }
         if l.mem_type != MemType::Dram {
             let what = super::mem_word(l.mem_type);
             out.push(err(
@@ -96,6 +113,10 @@ pub fn device_check(m: &Module, map: Option<&SourceMap>) -> Vec<DeviceFinding> {
     }
     for (fi, f) in m.functions.iter().enumerate() {
         for (ii, inst) in f.insts.iter().enumerate() {
+            let at = || map.and_then(|s| s.insts.get(fi)).and_then(|v| v.get(ii).copied());
+            if let Some(why) = encoding_limit(inst) {
+                out.push(err(at(), format!("instruction `{}`: {why}", inst.name)));
+            }
             if let Op::Compute { kind, .. } = &inst.op
                 && !engines_for(kind).contains(&inst.engine)
             {
@@ -117,6 +138,39 @@ pub fn device_check(m: &Module, map: Option<&SourceMap>) -> Vec<DeviceFinding> {
         out.extend(hazards(m, fi, map));
     }
     out
+}
+
+/// What about `inst` the device's 64-byte record cannot hold (codegen's
+/// limits, refused here before any stage runs): a matmul dimension above
+/// 1023, a semaphore index past the core's semaphore file, an add of more
+/// than two sources writing over one of them (the n-ary add reads its
+/// sources while it writes).
+fn encoding_limit(inst: &super::Inst) -> Option<String> {
+    use crate::codegen::USER_SEM_BASE;
+    use crate::codegen::record::matmul_imm;
+    match &inst.op {
+        Op::Compute { kind: ComputeKind::MatMul { m, k, n }, .. } if matmul_imm(*m, *k, *n).is_none() => {
+            Some(format!("matmul {m}x{k}x{n}: the device's record holds dimensions up to 1023"))
+        }
+        Op::Compute { kind: ComputeKind::Add, srcs, dst }
+            if srcs.len() > 2
+                && srcs.iter().any(|s| {
+                    s.loc == dst.loc
+                        && s.offset < dst.offset.saturating_add(dst.len)
+                        && dst.offset < s.offset.saturating_add(s.len)
+                }) =>
+        {
+            Some("an add of more than two sources may not write over a source on the device".into())
+        }
+        Op::SemWait { sem, .. } | Op::SemSignal { sem } if u32::from(USER_SEM_BASE).saturating_add(*sem) > 255 => {
+            Some(format!(
+                "semaphore {sem}: the device's semaphore file holds {} user semaphores (0 to {})",
+                256 - u32::from(USER_SEM_BASE),
+                255 - u32::from(USER_SEM_BASE)
+            ))
+        }
+        _ => None,
+    }
 }
 
 /// One access: instruction, element range, write or read.
@@ -236,6 +290,41 @@ mod tests {
     }
 
     const HEAD: &str = "module t lnc 1\nloc x dram input i32[16]\nloc y dram internal i32[16]\nloc o dram output i32[16]\nfunc main\n  args x\n  block b\n";
+
+    #[test]
+    fn what_the_record_cannot_encode_is_an_error_at_its_line() {
+        let f = findings(&format!(
+            "{HEAD}    i0 = pe matmul 1x1024x1 x[0..1024], x[0..1024] -> y[0..1]\n    i1 = dve add x[0..4], y[0..4], o[0..4] -> y[2..6]\n    i2 = dve add x[0..4], y[0..4], o[0..4] -> y[4..8]\n    i3 = dve add x[0..4], y[0..4] -> y[0..4]\n    i4 = sp sem_signal 250\n    i5 = sp sem_wait 251 value 1\n    i6 = pe matmul 1x1023x1 x[0..1023], x[0..1023] -> y[0..1]\n"
+        ).replace("i32[16]", "i32[2048]"));
+        let errors: Vec<&String> = f.iter().filter(|l| l.starts_with("Error")).collect();
+        assert_eq!(
+            errors,
+            vec![
+                "Error 8:5: instruction `i0`: matmul 1x1024x1: the device's record holds dimensions up to 1023",
+                "Error 9:5: instruction `i1`: an add of more than two sources may not write over a source on the device",
+                "Error 13:5: instruction `i5`: semaphore 251: the device's semaphore file holds 251 user semaphores (0 to 250)",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_remote_view_is_an_error_in_a_program_only() {
+        let view = "loc v dram shared i32[16] remote y core 1\n";
+        let program = format!("{HEAD}    i0 = dve relu x[0..16] -> y[0..16]\n").replacen(
+            "func main",
+            &format!("{view}func main"),
+            1,
+        );
+        let errors: Vec<String> = findings(&program).into_iter().filter(|l| l.starts_with("Error")).collect();
+        assert_eq!(
+            errors,
+            vec![
+                "Error 5:1: location `v` is a view of `y` on core 1: views exist only in per-core modules (a program names the tensor itself; the split makes the views)"
+            ]
+        );
+        let per_core = program.replacen("module t lnc 1", "module t lnc 2 core 0", 1);
+        assert!(findings(&per_core).iter().all(|l| !l.starts_with("Error")), "{:?}", findings(&per_core));
+    }
 
     #[test]
     fn what_the_device_cannot_run_is_an_error_at_its_line() {

@@ -60,12 +60,14 @@ pub fn device_footprint(images: &[CoreImage]) -> DeviceFootprint {
     DeviceFootprint { private: union_len(private), shared: union_len(shared), tensors }
 }
 
-/// Ok when the reported (total, shared) bytes equal the device's footprint; else one line.
-pub fn check_hbm(images: &[CoreImage], reported_total: u64, reported_shared: u64) -> Result<(), String> {
+/// The number of loaded compiler-placed tensors compared (0: nothing was
+/// placed, nothing to check) when the reported (total, shared) bytes equal the
+/// device's footprint; else one line.
+pub fn check_hbm(images: &[CoreImage], reported_total: u64, reported_shared: u64) -> Result<usize, String> {
     let d = device_footprint(images);
     let device_total = d.private.saturating_add(d.shared);
     if (reported_total, reported_shared) == (device_total, d.shared) {
-        return Ok(());
+        return Ok(d.tensors);
     }
     let hint = if reported_total > device_total && d.shared > 0 && reported_total - device_total >= d.shared {
         " (shared bytes counted more than once?)"
@@ -118,7 +120,8 @@ mod tests {
     fn shared_bytes_count_once_and_private_bytes_per_core() {
         let d = device_footprint(&two_cores());
         assert_eq!(d, DeviceFootprint { private: 2 * PAGE + PAGE, shared: PAGE, tensors: 4 });
-        assert_eq!(check_hbm(&two_cores(), 4 * PAGE, PAGE), Ok(()));
+        assert_eq!(check_hbm(&two_cores(), 4 * PAGE, PAGE), Ok(4));
+        assert_eq!(check_hbm(&[core(Vec::new())], 0, 0), Ok(0), "nothing placed: nothing compared");
     }
 
     /// Tensors are counted per kind and summed: three private and one shared make four.
