@@ -254,15 +254,6 @@ fn constructs_the_device_cannot_run_fail_a_stage_of_run() {
             "FAIL  program          function `main`, instruction `i1`: a function calls itself",
         ),
         (
-            "sem",
-            program(
-                "1",
-                "",
-                "    i0 = dve relu x[0..16] -> out[0..16] core 0\n    i1 = sp sem_wait 99999 value 1 core 0 after i0",
-            ),
-            "FAIL  codegen          instruction `i1`: semaphore index does not fit the record encoding",
-        ),
-        (
             // The queue the DMA uses gives the core a pool of 2 semaphores: semaphore 0 exists, nobody signals it.
             "deadlock",
             program(
@@ -274,14 +265,23 @@ fn constructs_the_device_cannot_run_fail_a_stage_of_run() {
             "waits for semaphore 0 >= 1 (is 0); nobody left could signal it",
         ),
         (
-            // No queue in use: the merged pool is empty and the simulator refuses semaphore 0.
+            // No queue at all: the pool is empty and the simulator refuses semaphore 0.
             "no-pool",
-            program(
+            String::from_utf8(program(
                 "1",
                 "",
                 "    i0 = dve relu x[0..16] -> out[0..16] core 0\n    i1 = sp sem_wait 0 value 1 core 0 after i0",
-            ),
+            ))
+            .unwrap()
+            .replace("queue qSyncIO dynamic owner sp sems 2 instances 0,1\n", "")
+            .into_bytes(),
             "does not exist on the core",
+        ),
+        (
+            // A core that waits keeps every queue of the program: the pool is the program's.
+            "kept-pool",
+            program("2", "", "    i0 = dve relu x[0..16] -> out[0..16] core 0\n    i1 = sp sem_wait 1 value 1 core 1"),
+            "waits for semaphore 1 >= 1 (is 0); nobody left could signal it",
         ),
     ];
     for (name, text, want) in cases {
@@ -307,6 +307,29 @@ fn what_the_device_cannot_run_is_refused_at_its_line_by_every_command() {
             "engine",
             program("1", "", "    i0 = dve matmul 4x4x1 x[0..16], w[0..4] -> out[0..4] core 0"),
             "engine.bir:10:5: instruction `i0`: dve cannot run `matmul` (it runs on pe)",
+        ),
+        (
+            "sem",
+            program(
+                "1",
+                "",
+                "    i0 = dve relu x[0..16] -> out[0..16] core 0\n    i1 = sp sem_wait 99999 value 1 core 0 after i0",
+            ),
+            "sem.bir:11:5: instruction `i1`: semaphore 99999: the device's semaphore file holds 251 user semaphores",
+        ),
+        (
+            "addn",
+            program(
+                "1",
+                "loc t dram internal i32[16]",
+                "    i0 = dve relu x[0..16] -> t[0..16] core 0\n    i1 = dve add x[0..16], w[0..16], t[0..16] -> t[0..16] core 0 after i0",
+            ),
+            "addn.bir:11:5: instruction `i1`: an add of more than two sources may not write over a source on the device",
+        ),
+        (
+            "view",
+            program("1", "loc s dram internal i32[16]\nloc v dram shared i32[16] remote out core 0", body),
+            "view.bir:7:1: location `v` is a view of `out` on core 0: views exist only in per-core modules",
         ),
     ];
     for (name, text, want) in cases {
