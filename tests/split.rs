@@ -100,6 +100,10 @@ fn split_rejects_what_it_cannot_split() {
     assert_eq!(split(&unbound), Err(SplitError::Unbound("a".into())));
     let two_writers = ir::parse("module m lnc 2\nloc x dram input i32[4]\nloc y dram internal i32[4]\nfunc f\n  block b\n    a = dve relu x[0..4] -> y[0..4] core 0\n    b = dve relu x[0..4] -> y[0..4] core 1\n").unwrap();
     assert_eq!(split(&two_writers), Err(SplitError::MultipleWriters("y".into())));
+    let placed = ir::parse("module m lnc 2\nloc x dram input i32[4]\nloc t dram internal i32[4] @0x1000\nloc o dram output i32[4]\nfunc f\n  block b\n    a = dve relu x[0..4] -> t[0..4] core 0\n    b = dve relu t[0..4] -> o[0..4] core 1 after a\n").unwrap();
+    let e = split(&placed).unwrap_err();
+    assert_eq!(e, SplitError::PlacedCrossCore { loc: "t".into(), address: 0x1000, producer: 0, reader: 1 });
+    assert!(e.to_string().contains("drop its `@` address"), "{e}");
     let out_read = ir::parse("module m lnc 2\nloc x dram input i32[4]\nloc o dram output i32[4]\nloc y dram internal i32[4]\nfunc f\n  block b\n    a = dve relu x[0..4] -> o[0..4] core 0\n    b = dve relu o[0..4] -> y[0..4] core 1 after a\n").unwrap();
     assert!(matches!(split(&out_read), Err(SplitError::OutputReadCrossCore { .. })));
 }

@@ -30,8 +30,10 @@
 //! before filling.
 //!
 //! Choices (documented, tested): a program output may not be read on another
-//! core (outputs are written once and read by the host); an unbound
-//! instruction is on core 0 only when `lnc_size == 1`.
+//! core (outputs are written once and read by the host); a tensor placed by
+//! hand (`@ADDR`) may not be read on another core (it would move to the shared
+//! region, which the allocator places); an unbound instruction is on core 0
+//! only when `lnc_size == 1`.
 
 use std::collections::HashMap;
 
@@ -59,6 +61,22 @@ pub enum SplitError {
     OutputReadCrossCore {
         /// The output.
         loc: String,
+        /// Its producing core.
+        producer: u32,
+        /// A core that reads it.
+        reader: u32,
+    },
+    /// A tensor placed by hand is read on another core: it must live in the
+    /// shared region, whose addresses the shared allocator gives.
+    #[error(
+        "location `{loc}` is placed by hand at {address:#x} but written on core {producer} and read on core {reader}: \
+         a cross-core tensor lives in the shared region, where the allocator places it (drop its `@` address)"
+    )]
+    PlacedCrossCore {
+        /// The location.
+        loc: String,
+        /// Its hand-given address.
+        address: u64,
         /// Its producing core.
         producer: u32,
         /// A core that reads it.
@@ -344,6 +362,14 @@ impl CoreOut {
                 continue;
             }
             let cross = Some(a.consumers.get(i)).filter(|c| !c.is_empty());
+            if let (Some(cons), Some(address), Some((w, _))) = (cross, l.address, a.owner[i]) {
+                return Err(SplitError::PlacedCrossCore {
+                    loc: l.name.to_string(),
+                    address,
+                    producer: w,
+                    reader: cons.first().copied().unwrap_or(w),
+                });
+            }
             let mut loc = l.clone();
             loc.aliases.clear();
             match (cross, a.owner[i]) {
