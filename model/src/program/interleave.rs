@@ -66,7 +66,7 @@ pub enum InterleaveError {
         core: u32,
     },
     /// No core can run and some have not finished.
-    #[error("deadlock: cores {0:?} wait at barriers that never complete")]
+    #[error("deadlock: cores {0:?} wait at barriers or semaphores that never complete")]
     Deadlock(Vec<usize>),
     /// Two cores' functions write the same output.
     #[error("output `{0}` is written by more than one core")]
