@@ -526,13 +526,22 @@ fn ir_check(r: &mut Rec<'_>, name: &'static str, modules: &[Module], v: &[lncsim
     }
 }
 
+/// A checker's violations as one failure: the first on the check's line, up to
+/// [`LISTED_VIOLATIONS`] in all one a line below it, then how many more.
 fn list<T: std::fmt::Display>(v: &[T]) -> Result<(), String> {
-    match v {
-        [] => Ok(()),
-        [one] => Err(one.to_string()),
-        [first, rest @ ..] => Err(format!("{first} (and {} more)", rest.len())),
+    let Some((first, rest)) = v.split_first() else { return Ok(()) };
+    let mut msg = first.to_string();
+    for more in rest.iter().take(LISTED_VIOLATIONS - 1) {
+        msg.push_str(&format!("\n        {more}"));
     }
+    if v.len() > LISTED_VIOLATIONS {
+        msg.push_str(&format!("\n        ... and {} more", v.len() - LISTED_VIOLATIONS));
+    }
+    Err(msg)
 }
+
+/// The most violations one check's report lists, one a line (then a count of the rest).
+pub const LISTED_VIOLATIONS: usize = 20;
 
 /// A device of `lnc` physical cores in one vnc.
 fn device(lnc: u32) -> SimDevice {
@@ -841,4 +850,23 @@ fn tnc(cfg: &RunConfig, r: &mut Rec<'_>) {
     };
     r.stage("tnc", Ok(format!("{} loaders, {} steps", t.loaders.len(), t.steps)));
     r.check("TNC cache: every loader finishes, slot back to UNINIT, ref count 0", &[4], outcome);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{LISTED_VIOLATIONS, list};
+
+    #[test]
+    fn a_checks_violations_are_listed_one_a_line_up_to_the_limit_then_counted() {
+        assert_eq!(list::<String>(&[]), Ok(()));
+        assert_eq!(list(&["a"]), Err("a".to_string()));
+        assert_eq!(list(&["a", "b", "c"]), Err("a\n        b\n        c".to_string()));
+        let many: Vec<String> = (0..LISTED_VIOLATIONS + 3).map(|i| format!("v{i}")).collect();
+        let msg = list(&many).unwrap_err();
+        let lines: Vec<&str> = msg.lines().collect();
+        assert_eq!(lines.len(), LISTED_VIOLATIONS + 1, "{msg}");
+        assert_eq!(lines[0], "v0");
+        assert_eq!(lines[LISTED_VIOLATIONS - 1], format!("        v{}", LISTED_VIOLATIONS - 1));
+        assert_eq!(lines[LISTED_VIOLATIONS], "        ... and 3 more");
+    }
 }
