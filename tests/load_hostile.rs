@@ -242,18 +242,29 @@ proptest! {
     }
 }
 
-/// The fan-out limit: a kelf of 256 graphs (all naming sg00's definition)
-/// stages with 256 threads; 257 are refused in S2.
+/// The fan-out limit: a kelf of 256 graphs (each with its own copy of sg00's
+/// definition and members, in `gNNN/`: two graphs may not share one
+/// definition) stages with 256 threads; 257 are refused in S2.
 #[test]
 fn the_fan_out_takes_256_subgraphs_and_refuses_257() {
     let one = pack_generated(&GenConfig::new(43, 1, SizeClass::Small)).unwrap();
     let graphs = |n: usize| {
-        rewrite_lnc(&one, "kelf-0.json", 256, |b| {
-            let mut k: Value = serde_json::from_slice(&b).unwrap();
-            let g = k["graphs"][0].clone();
-            k["graphs"] = json!(vec![g; n]);
-            serde_json::to_vec(&k).unwrap()
-        })
+        let src = Neff::parse(&one, &ReadOptions::default()).unwrap();
+        let mut t = MemberTable::new();
+        for m in src.members.iter() {
+            match m.name.strip_prefix("sg00/") {
+                Some(rest) => (0..n).for_each(|i| t.insert(format!("g{i:03}/{rest}"), m.data.clone()).unwrap()),
+                None if m.name == "kelf-0.json" => {
+                    let mut k: Value = serde_json::from_slice(&m.data).unwrap();
+                    k["graphs"] = (0..n)
+                        .map(|i| json!({"definition": format!("g{i:03}/def.json"), "name": format!("g{i:03}")}))
+                        .collect();
+                    t.insert(m.name.clone(), serde_json::to_vec(&k).unwrap()).unwrap();
+                }
+                None => t.insert(m.name.clone(), m.data.clone()).unwrap(),
+            }
+        }
+        NeffWriter::new(&src.header.name_str(), 256).write(&t).unwrap()
     };
     let rt = Runtime::new(SimDevice::new(256, 256));
     let m = rt.nrt_load(&graphs(256), -1, -1).unwrap();

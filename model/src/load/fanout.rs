@@ -59,7 +59,7 @@ enum Core {
 pub struct StageFanout<'r, D: Device + ?Sized> {
     dev: &'r D,
     db: &'r Mutex<TdrvDb>,
-    kg: KelfNn,
+    kg: KelfNn<'r>,
     vcore: VirtualCore,
     shared: SharedInfo,
     km: DlrKelfModel,
@@ -79,7 +79,7 @@ pub struct StageFanout<'r, D: Device + ?Sized> {
 pub fn dlr_kelf_stage<'r, D: Device + ?Sized>(
     dev: &'r D,
     db: &'r Mutex<TdrvDb>,
-    kg: KelfNn,
+    kg: KelfNn<'r>,
     vcore: VirtualCore,
     mut km: DlrKelfModel,
 ) -> Result<StageFanout<'r, D>, LoadError> {
@@ -125,7 +125,7 @@ pub fn dlr_kelf_stage<'r, D: Device + ?Sized>(
 struct ThreadArgs<'a, D: Device + ?Sized> {
     dev: &'a D,
     db: &'a Mutex<TdrvDb>,
-    kbin: &'a super::kbin::Kbin,
+    kbin: &'a super::kbin::Kbin<'a>,
     pcore: u32,
     ctx: StageCtx<'a>,
 }

@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use super::error::{LoadError, Stage};
 use super::image::Isa;
-use super::kbin::{Kbin, Place, construct_kbin};
+use super::kbin::{Kbin, MAX_LOAD_BYTES, Place, construct_kbin, load_bytes};
+use super::mla::bad;
 use crate::codegen::VarKind;
 use crate::marks;
 use crate::neff::manifest::{Arch, Target, VarType};
@@ -65,15 +66,16 @@ pub struct RemoteVar {
     pub views: Vec<(u32, String)>,
 }
 
-/// `kelf_nn_t`: the KBINs of one NEFF and what joins them.
+/// `kelf_nn_t`: the KBINs of one NEFF and what joins them; borrows the
+/// NEFF's member table (`'m`, the S1 parse) for every payload.
 #[derive(Clone, Debug)]
-pub struct KelfNn {
+pub struct KelfNn<'m> {
     /// The kelf target.
     pub target: Target,
     /// The streams' instruction set.
     pub isa: Isa,
     /// One per kelf graph, in kelf order.
-    pub kbins: Vec<Kbin>,
+    pub kbins: Vec<Kbin<'m>>,
     /// Input and output vars by name (one device buffer each per load).
     pub io: BTreeMap<String, IoVar>,
     /// `neff.json` inputs (the `null` nodes), in graph order.
@@ -122,18 +124,23 @@ fn io_names(neff: &Manifests) -> (Vec<String>, Vec<String>) {
 /// S2 whole: `parse_neff_json`, then `dlr_kelf_load` on the full read of the
 /// manifests. The container is read where it is (the TNC's shared parse for
 /// a REUSE loader), never copied: only the manifests are parsed per loader.
-pub fn parse_graph(info: &NeffLoadInfo, nn: &str, arch: Arch, vnc_size: u32) -> Result<KelfNn, LoadError> {
+pub fn parse_graph<'m>(info: &'m NeffLoadInfo, nn: &str, arch: Arch, vnc_size: u32) -> Result<KelfNn<'m>, LoadError> {
     parse_neff_json(&info.container, nn)?;
     let manifests = Manifests::parse(&info.container).map_err(|e| LoadError::neff(Stage::S2Graph, &e))?;
     dlr_kelf_load(&info.container.members, &manifests, arch, vnc_size)
 }
 
-/// `dlr_kelf_load`: `kelf_load`, `kelf_resolve_vtpb_remote_variables`, and
-/// `vtpb_ptpb_num_cores_to_vtpb_num_cores` (require 1 logical core).
-pub fn dlr_kelf_load(members: &MemberTable, neff: &Manifests, arch: Arch, vnc_size: u32) -> Result<KelfNn, LoadError> {
-    let (target, isa, kbins) = kelf_load(members, neff, arch)?;
+/// `dlr_kelf_load`: `kelf_load` (which also runs
+/// `vtpb_ptpb_num_cores_to_vtpb_num_cores`, requiring 1 logical core, before
+/// any subgraph is built) and `kelf_resolve_vtpb_remote_variables`.
+pub fn dlr_kelf_load<'m>(
+    members: &'m MemberTable,
+    neff: &Manifests,
+    arch: Arch,
+    vnc_size: u32,
+) -> Result<KelfNn<'m>, LoadError> {
+    let (target, isa, kbins) = kelf_load(members, neff, arch, vnc_size)?;
     let (io, remote_vars, shared_size) = kelf_resolve_vtpb_remote_variables(&kbins)?;
-    vtpb_ptpb_num_cores_to_vtpb_num_cores(kbins.len(), vnc_size)?;
     let (inputs, outputs) = io_names(neff);
     for n in inputs.iter().chain(&outputs) {
         if !io.contains_key(n) {
@@ -152,7 +159,19 @@ pub fn dlr_kelf_load(members: &MemberTable, neff: &Manifests, arch: Arch, vnc_si
 /// `lncsim` (what the packager writes), else the real one (streams staged
 /// opaque). Deciding per NEFF, not per record, means a real stream that
 /// happens to decode is never half-relocated.
-pub fn kelf_load(members: &MemberTable, neff: &Manifests, arch: Arch) -> Result<(Target, Isa, Vec<Kbin>), LoadError> {
+///
+/// Choice (refines seed 002, "Stage 2", where `dlr_kelf_load` runs
+/// `vtpb_ptpb_num_cores_to_vtpb_num_cores` after every `construct_kbin`):
+/// the logical-core rule and the [`MAX_LOAD_BYTES`] budget are checked here,
+/// before the first `construct_kbin`, so a NEFF that cannot load costs no
+/// build. Either check only reads counts and member lengths; the refusal is
+/// the one the seed's order gives for any NEFF whose graphs all build.
+pub fn kelf_load<'m>(
+    members: &'m MemberTable,
+    neff: &Manifests,
+    arch: Arch,
+    vnc_size: u32,
+) -> Result<(Target, Isa, Vec<Kbin<'m>>), LoadError> {
     neff.target.check(arch).map_err(|e| {
         marks::hit("load.s2.arch_gate");
         LoadError::neff(Stage::S2Graph, &e)
@@ -160,6 +179,21 @@ pub fn kelf_load(members: &MemberTable, neff: &Manifests, arch: Arch) -> Result<
     let n = neff.subgraphs.len();
     if n == 0 || n > MAX_KBINS {
         return Err(LoadError::invalid(Stage::S2Graph, format!("{n} subgraphs; 1..={MAX_KBINS} are supported")));
+    }
+    vtpb_ptpb_num_cores_to_vtpb_num_cores(n, vnc_size)?;
+    let mut total = 0u64;
+    for sg in &neff.subgraphs {
+        total = total.saturating_add(load_bytes(members, sg));
+        if total > MAX_LOAD_BYTES {
+            marks::hit("load.s2.load_bytes_limit");
+            return Err(bad(
+                sg,
+                format!(
+                    "the load references {total} bytes of weights, tables and instruction streams (each reference \
+                     counted) up to this subgraph, past the limit of {MAX_LOAD_BYTES} (MAX_LOAD_BYTES)"
+                ),
+            ));
+        }
     }
     let tool = neff.info.as_ref().and_then(|i| i.tool_version.as_deref()).unwrap_or("");
     let isa = if tool.starts_with(LNCSIM_TOOL) { Isa::Lncsim } else { Isa::Opaque };
@@ -189,7 +223,7 @@ type Resolved = (BTreeMap<String, IoVar>, Vec<RemoteVar>, u64);
 ///
 /// Cost: O(n log n) in vars (sorts of flat arrays on integer keys, binary
 /// searches on name hashes; one ordered map of the IO names).
-pub fn kelf_resolve_vtpb_remote_variables(kbins: &[Kbin]) -> Result<Resolved, LoadError> {
+pub fn kelf_resolve_vtpb_remote_variables(kbins: &[Kbin<'_>]) -> Result<Resolved, LoadError> {
     let mut io: BTreeMap<String, IoVar> = BTreeMap::new();
     // (subgraph, name rank, name, offset, size) of every shared view: flat
     // arrays and sorts on integer keys instead of per-name maps or string

@@ -38,11 +38,11 @@ pub const STREAM_ALIGN: u64 = 64;
 
 /// One engine's stream in a KBIN.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KbinEngine {
+pub struct KbinEngine<'m> {
     /// The engine.
     pub engine: Engine,
-    /// The stream's bytes as in the NEFF (`load_bin_file`).
-    pub stream: Vec<u8>,
+    /// The stream's bytes as in the NEFF (`load_bin_file`), borrowed from the member table.
+    pub stream: &'m [u8],
     /// The decoded records ([`Isa::Lncsim`] only).
     pub records: Option<Vec<Record>>,
     /// Records in the device stream (after pseudo expansion).
@@ -57,18 +57,19 @@ pub struct KbinEngine {
 
 /// An opaque table staged as is (activation / DVE tables of real NEFFs).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KbinTable {
+pub struct KbinTable<'m> {
     /// The member it came from.
     pub member: String,
-    /// Its bytes.
-    pub data: Vec<u8>,
+    /// Its bytes, borrowed from the member table.
+    pub data: &'m [u8],
     /// Offset in the carve-out.
     pub off: u64,
 }
 
-/// `kbin` (424 B): one subgraph, ready to stage.
+/// `kbin` (424 B): one subgraph, ready to stage. Borrows the NEFF's member
+/// table (`'m`) for every payload, stream and table: building it copies none.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Kbin {
+pub struct Kbin<'m> {
     /// Subgraph index (its NeuronCoreId).
     pub sg: u32,
     /// Subgraph name (`sg00`).
@@ -76,13 +77,13 @@ pub struct Kbin {
     /// The streams' instruction set.
     pub isa: Isa,
     /// Vars by var_id (sparse: ids need not be dense).
-    pub vars: VarTable,
+    pub vars: VarTable<'m>,
     /// Queue names by queue index.
     pub queues: Vec<String>,
     /// Streams in [`Engine::ALL`] order.
-    pub engines: Vec<KbinEngine>,
+    pub engines: Vec<KbinEngine<'m>>,
     /// Tables staged opaque.
-    pub tables: Vec<KbinTable>,
+    pub tables: Vec<KbinTable<'m>>,
     /// `runtime_semaphore_count`.
     pub semaphores: u32,
     /// `barrier_groups`.
@@ -127,35 +128,78 @@ impl Layout<'_> {
 }
 
 /// `construct_kbin` (per kelf graph): `kelf_load_from_neff` then `gen_kbin`.
-pub fn construct_kbin(members: &MemberTable, sg: u32, subgraph: &Subgraph, isa: Isa) -> Result<Kbin, LoadError> {
+pub fn construct_kbin<'m>(
+    members: &'m MemberTable,
+    sg: u32,
+    subgraph: &Subgraph,
+    isa: Isa,
+) -> Result<Kbin<'m>, LoadError> {
     let mla = kelf_load_from_neff(members, sg, subgraph)?;
     gen_kbin(mla, isa)
 }
 
-/// `kelf_load_from_neff`: def.json vars + engine streams (`load_bin_file`) +
-/// `file` payloads (`.npy` data, or raw bytes) + engine tables.
-pub fn kelf_load_from_neff<'a>(
-    members: &MemberTable,
-    sg: u32,
-    subgraph: &'a Subgraph,
-) -> Result<MlaResources<'a>, LoadError> {
-    let dir = &subgraph.dir;
-    let member =
-        |name: &str| members.get(&format!("{dir}{name}")).ok_or_else(|| bad(subgraph, format!("{name} missing")));
-    let mut streams = BTreeMap::new();
+/// The tables a subgraph stages: every member its engine descriptions name
+/// as a table ([`table_members`]) that exists, in engine order, with its
+/// bytes (borrowed). O(t log t) in table names.
+pub fn subgraph_tables<'m>(members: &'m MemberTable, subgraph: &Subgraph) -> Vec<(String, &'m [u8])> {
     let mut tables = Vec::new();
     for es in &subgraph.engines {
-        let bytes =
-            members.get(&es.instr_member).ok_or_else(|| bad(subgraph, format!("{} missing", es.instr_member)))?;
-        streams.insert(es.engine, bytes.to_vec());
         if let Some(j) = &es.json {
             for t in table_members(&j.extra) {
-                if let Some(b) = members.get(&format!("{dir}{t}")) {
-                    tables.push((format!("{dir}{t}"), b.to_vec()));
+                let member = format!("{}{t}", subgraph.dir);
+                if let Some(b) = members.get(&member) {
+                    tables.push((member, b));
                 }
             }
         }
     }
+    tables
+}
+
+/// The most bytes one load may reference: `file` payloads, engine tables and
+/// instruction streams of every subgraph, each counted once per reference
+/// (a member named by two vars counts twice), 2 GiB. Checked by
+/// [`load_bytes`] before any subgraph is built, so a small NEFF whose vars,
+/// engines and graphs name one large member many times is one `NRT_INVALID`
+/// line instead of gigabytes of staging (what the loader holds and the
+/// device materialises is at most a constant multiple of this).
+pub const MAX_LOAD_BYTES: u64 = 2 << 30;
+
+/// What subgraph `subgraph` references, in bytes (see [`MAX_LOAD_BYTES`]):
+/// its streams, tables and `file` members (whole members: an `.npy` header
+/// is counted too). Reads only member lengths, allocates nothing but the
+/// table names. O(v + t log t) in vars and table names.
+pub fn load_bytes(members: &MemberTable, subgraph: &Subgraph) -> u64 {
+    let len = |m: &str| members.get(m).map_or(0, |b| b.len() as u64);
+    let streams = subgraph.engines.iter().map(|e| len(&e.instr_member));
+    let tables = subgraph_tables(members, subgraph).into_iter().map(|(_, b)| b.len() as u64);
+    let files = subgraph
+        .def
+        .var
+        .values()
+        .filter(|v| v.var_type == VarType::File)
+        .map(|v| v.file_name.as_deref().map_or(0, |f| len(&format!("{}{f}", subgraph.dir))));
+    streams.chain(tables).chain(files).fold(0u64, u64::saturating_add)
+}
+
+/// `kelf_load_from_neff`: def.json vars + engine streams (`load_bin_file`) +
+/// `file` payloads (`.npy` data, or raw bytes) + engine tables, every byte
+/// borrowed from `members` (O(1) per reference, whatever its size).
+pub fn kelf_load_from_neff<'s, 'm>(
+    members: &'m MemberTable,
+    sg: u32,
+    subgraph: &'s Subgraph,
+) -> Result<MlaResources<'s, 'm>, LoadError> {
+    let dir = &subgraph.dir;
+    let member =
+        |name: &str| members.get(&format!("{dir}{name}")).ok_or_else(|| bad(subgraph, format!("{name} missing")));
+    let mut streams = BTreeMap::new();
+    for es in &subgraph.engines {
+        let bytes =
+            members.get(&es.instr_member).ok_or_else(|| bad(subgraph, format!("{} missing", es.instr_member)))?;
+        streams.insert(es.engine, bytes);
+    }
+    let tables = subgraph_tables(members, subgraph);
     let mut files = BTreeMap::new();
     for (name, v) in &subgraph.def.var {
         if v.var_type != VarType::File {
@@ -170,7 +214,7 @@ pub fn kelf_load_from_neff<'a>(
         } else {
             raw
         };
-        files.insert(name.clone(), payload.to_vec());
+        files.insert(name.clone(), payload);
     }
     Ok(MlaResources { sg, subgraph, streams, files, tables })
 }
@@ -207,8 +251,8 @@ fn table_members(extra: &BTreeMap<String, Value>) -> Vec<String> {
 /// Every offset is computed with checked arithmetic ([`Layout`]); an
 /// overflow is an `NRT_INVALID` naming the piece. O(n log n) in vars plus
 /// linear in stream records and descriptors. Takes `mla` by value: its
-/// streams, payloads and tables move into the KBIN (no second copy).
-pub fn gen_kbin(mut mla: MlaResources<'_>, isa: Isa) -> Result<Kbin, LoadError> {
+/// borrowed streams, payloads and tables move into the KBIN (no copy).
+pub fn gen_kbin<'m>(mut mla: MlaResources<'_, 'm>, isa: Isa) -> Result<Kbin<'m>, LoadError> {
     let sg = mla.subgraph;
     let queues = queue_order(sg)?;
     let mut vars = var_table(sg, &mut mla.files)?;
@@ -231,11 +275,11 @@ pub fn gen_kbin(mut mla: MlaResources<'_>, isa: Isa) -> Result<Kbin, LoadError> 
     let mut engines = Vec::new();
     let hot = if isa == Isa::Lncsim { hbm_sizes(&vars) } else { Vec::new() };
     for e in Engine::ALL {
-        let stream = mla.streams.remove(&e).unwrap_or_default();
+        let stream: &[u8] = mla.streams.remove(&e).unwrap_or_default();
         let dma = descriptors(sg, e, &ids, &vars, &queues)?;
         let (records, device_records) = match isa {
             Isa::Lncsim => {
-                let (recs, n) = decode_stream(sg, e, &stream, &vars, &hot, &dma)?;
+                let (recs, n) = decode_stream(sg, e, stream, &vars, &hot, &dma)?;
                 (Some(recs), n)
             }
             Isa::Opaque => {

@@ -50,7 +50,7 @@ pub(super) fn queue_order(sg: &Subgraph) -> Result<Vec<String>, LoadError> {
 /// ([`MAX_FILE_BYTES`]), alignments (a power of two up to [`MAX_ALIGN`]);
 /// two vars may not share an id. O(n log n) in vars (a sort by id; lookups
 /// are O(1) in the dense [`VarTable`]). `file` payloads move out of `files` into their vars.
-pub(super) fn var_table(sg: &Subgraph, files: &mut BTreeMap<String, Vec<u8>>) -> Result<VarTable, LoadError> {
+pub(super) fn var_table<'m>(sg: &Subgraph, files: &mut BTreeMap<String, &'m [u8]>) -> Result<VarTable<'m>, LoadError> {
     let limit = var_id_limit(sg.def.var.len());
     let mut vars = VarTable::with_capacity(sg.def.var.len());
     for (rank, (name, v)) in sg.def.var.iter().enumerate() {
@@ -64,7 +64,7 @@ pub(super) fn var_table(sg: &Subgraph, files: &mut BTreeMap<String, Vec<u8>>) ->
             VarType::Input => (VarKind::Input, Place::Io, size, None),
             VarType::Output => (VarKind::Output, Place::Io, size, None),
             VarType::File => {
-                let data = files.remove(name).unwrap_or_default();
+                let data: &[u8] = files.remove(name).unwrap_or_default();
                 if v.size.is_some_and(|s| (data.len() as u64) > s) {
                     return Err(bad(sg, format!("file var {name:?}: {} bytes of data for size {size}", data.len())));
                 }
@@ -129,19 +129,21 @@ pub fn refuse_absurd_numbers(sg: &Subgraph) -> Result<(), LoadError> {
 pub const MAX_FILE_BYTES: u64 = 1 << 48;
 /// The largest alignment a var may ask for (4 GiB).
 pub const MAX_ALIGN: u64 = 1 << 32;
-/// The most var ids a table may span with the 64x slack of [`var_id_limit`].
-pub const MAX_VAR_ID: u32 = 1 << 20;
+/// The ids any table may use whatever its size (a small table may number its vars freely below this).
+pub const VAR_ID_SLACK: u32 = 4096;
 
-/// The exclusive bound on var ids for a table of `n` vars: `64 n + 4096` up
-/// to [`MAX_VAR_ID`], and never below `2 n + 4096` (a table of more than half
-/// a million vars, e.g. 1.4M on one core, numbered densely from 0 as
-/// compilers do, still loads). Either way the per-core image (indexed by
-/// var_id) stays within a constant multiple of the def.json that declared it:
-/// at most `max(2^20, 2 n + 4096)` entries.
+/// The exclusive bound on var ids for a table of `n` vars: `2 n + 4096`
+/// (saturating). A table numbered densely from 0, as compilers do (the real
+/// NEFF's are), loads at any size (1.4M vars on one core included), and so
+/// does one with up to half its ids unused, or any numbering below 4096.
+/// The per-core image is indexed by var_id (80 bytes an entry), so this bound
+/// keeps it within a constant multiple of the def.json that declared the
+/// vars: at most `2 n + 4096` entries. (A wider slack, e.g. `64 n`, let a
+/// 16,320-var table span 2^20 ids: 80 MiB of image per core from under 1 MB
+/// of JSON.)
 pub fn var_id_limit(n: usize) -> u32 {
     let n = u32::try_from(n).unwrap_or(u32::MAX);
-    let slack = n.saturating_mul(64).saturating_add(4096).min(MAX_VAR_ID);
-    slack.max(n.saturating_mul(2).saturating_add(4096))
+    n.saturating_mul(2).saturating_add(VAR_ID_SLACK)
 }
 
 /// An `NRT_INVALID` naming the subgraph (its def.json), the var and the field.
@@ -165,7 +167,7 @@ pub(super) fn bounded(sg: &Subgraph, var: &str, name: &str, x: u64) -> Result<u6
 pub(super) fn resolve_virtuals(
     sg: &Subgraph,
     ids: &VarIds<'_>,
-    vars: &mut VarTable,
+    vars: &mut VarTable<'_>,
     pad_off: u64,
 ) -> Result<u64, LoadError> {
     let mut pad_end = 0u64;
@@ -241,7 +243,7 @@ pub(super) fn descriptors(
     sg: &Subgraph,
     e: Engine,
     ids: &VarIds<'_>,
-    vars: &VarTable,
+    vars: &VarTable<'_>,
     queues: &[String],
 ) -> Result<Vec<RelativeDescriptor>, LoadError> {
     let Some(j) = sg.engines.iter().find(|s| s.engine == e).and_then(|s| s.json.as_ref()) else {
@@ -283,7 +285,7 @@ pub(super) fn decode_stream(
     sg: &Subgraph,
     e: Engine,
     stream: &[u8],
-    vars: &VarTable,
+    vars: &VarTable<'_>,
     hot: &[u64],
     dma: &[RelativeDescriptor],
 ) -> Result<(Vec<Record>, u64), LoadError> {
@@ -333,7 +335,7 @@ const NOT_HBM: u64 = u64::MAX;
 /// The size of every HBM var by id, 8 bytes each: what [`decode_stream`]'s
 /// per-operand check probes instead of the table's full entries (a cache: a
 /// miss takes [`operand_in_var`], which names the error). O(n) in var ids.
-pub(super) fn hbm_sizes(vars: &VarTable) -> Vec<u64> {
+pub(super) fn hbm_sizes(vars: &VarTable<'_>) -> Vec<u64> {
     let mut hot = vec![NOT_HBM; vars.max_id().map_or(0, |m| m as usize + 1)];
     for (id, v) in vars.iter().filter(|(_, v)| v.place != Place::NotInHbm) {
         hot[id as usize] = v.size;
@@ -342,7 +344,7 @@ pub(super) fn hbm_sizes(vars: &VarTable) -> Vec<u64> {
 }
 
 /// The var a compiler-form operand names, if the operand lies inside it and it is in HBM.
-pub fn operand_in_var(vars: &VarTable, op: Operand) -> Result<&KbinVar, String> {
+pub fn operand_in_var<'t, 'm>(vars: &'t VarTable<'m>, op: Operand) -> Result<&'t KbinVar<'m>, String> {
     let v = vars.get(op.a).ok_or_else(|| format!("var_id {} is not a variable", op.a))?;
     if v.place == Place::NotInHbm {
         return Err(format!("var {:?} ({}) is not in HBM", v.name, v.var_type));
@@ -408,9 +410,11 @@ mod limit_tests {
     #[test]
     fn var_ids_are_bounded_linearly_in_the_table() {
         assert_eq!(var_id_limit(0), 4096);
-        assert_eq!(var_id_limit(10), 4736);
-        assert_eq!(var_id_limit(100_000), MAX_VAR_ID);
-        // Past half a million vars the dense bound takes over: 1.4M vars take ids below 2.8M + 4096.
+        assert_eq!(var_id_limit(10), 4116);
+        // The reviewed case: 16,320 vars may not span 2^20 ids (80 MiB of image per core).
+        assert_eq!(var_id_limit(16_320), 36_736);
+        assert!(var_id_limit(16_320) < (1 << 20) - 1);
+        // 1.4M vars numbered densely load: they take ids below 2.8M + 4096.
         assert_eq!(var_id_limit(1_400_004), 2 * 1_400_004 + 4096);
         assert!(var_id_limit(1_400_004) > 1_400_004);
         // A hostile count cannot overflow.

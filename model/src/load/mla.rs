@@ -25,9 +25,10 @@ pub enum Place {
     NotInHbm,
 }
 
-/// One var of the KBIN's table (`mem_ref_set`).
+/// One var of the KBIN's table (`mem_ref_set`); `'m` is the NEFF's member
+/// table, which a `file` var's payload borrows (never copied per reference).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KbinVar {
+pub struct KbinVar<'m> {
     /// The def.json name.
     pub name: String,
     /// The def.json type.
@@ -40,26 +41,28 @@ pub struct KbinVar {
     pub align: u64,
     /// Placement.
     pub place: Place,
-    /// `file` vars: the bytes to copy in (the `.npy` payload).
-    pub data: Option<Vec<u8>>,
+    /// `file` vars: the bytes to copy in (the `.npy` payload), borrowed from the member.
+    pub data: Option<&'m [u8]>,
     /// Its position in its subgraph's vars in name order (def.json's map
     /// order): orders a subgraph's vars by name with a u32 compare.
     pub name_rank: u32,
 }
 
-/// `mla_resources` (440 B): what `kelf_load_from_neff` collects for one subgraph.
+/// `mla_resources` (440 B): what `kelf_load_from_neff` collects for one
+/// subgraph. Every byte slice borrows the NEFF's member table (`'m`): a
+/// member named by many vars, engines or graphs is held once, by the table.
 #[derive(Clone, Debug)]
-pub struct MlaResources<'a> {
+pub struct MlaResources<'s, 'm> {
     /// Subgraph index.
     pub sg: u32,
     /// The subgraph.
-    pub subgraph: &'a Subgraph,
+    pub subgraph: &'s Subgraph,
     /// Engine streams by engine (bytes), from the members.
-    pub streams: BTreeMap<Engine, Vec<u8>>,
+    pub streams: BTreeMap<Engine, &'m [u8]>,
     /// `file` var payloads by var name.
-    pub files: BTreeMap<String, Vec<u8>>,
-    /// Tables: (member, bytes).
-    pub tables: Vec<(String, Vec<u8>)>,
+    pub files: BTreeMap<String, &'m [u8]>,
+    /// Tables: (member, bytes), each member once per subgraph.
+    pub tables: Vec<(String, &'m [u8])>,
 }
 
 /// An S2 (graph) refusal naming the subgraph's def.json member.

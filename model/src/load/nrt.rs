@@ -289,7 +289,7 @@ impl<'r, D: Device> PendingLoad<'r, '_, D> {
 
     /// S2 + S3: `parse_neff_json`, `dlr_kelf_load` (`kelf_load`, `construct_kbin`
     /// / `gen_kbin` per graph, `kelf_resolve_vtpb_remote_variables`).
-    pub fn parse_graph(&mut self, info: &NeffLoadInfo) -> Result<KelfNn, LoadError> {
+    pub fn parse_graph<'i>(&mut self, info: &'i NeffLoadInfo) -> Result<KelfNn<'i>, LoadError> {
         let nn = self.header.name_str();
         match parse_graph(info, &nn, self.rt.config.arch, self.vnc_size) {
             Ok(kg) => {
@@ -330,8 +330,12 @@ impl<'r, D: Device> PendingLoad<'r, '_, D> {
     }
 
     /// S4 prelude: `tdrv_get_unique_h_model`, `vtpb_get_virtual_core`, the
-    /// bridge, then [`dlr_kelf_stage`]; returns the staging machine to drive.
-    pub fn dlr_kelf_stage(&mut self, kg: KelfNn) -> Result<StageFanout<'r, D>, LoadError> {
+    /// bridge, then [`dlr_kelf_stage`]; returns the staging machine to drive
+    /// (it lives as long as the parse `kg` borrows).
+    pub fn dlr_kelf_stage<'k>(&mut self, kg: KelfNn<'k>) -> Result<StageFanout<'k, D>, LoadError>
+    where
+        'r: 'k,
+    {
         let h_model: HModel = lock_db(&self.rt.tdrv).tdrv_get_unique_h_model();
         let vcore = self.rt.vtpb_get_virtual_core(self.vnc_idx, self.vnc_size);
         let km = DlrKelfModel {

@@ -83,7 +83,11 @@ pub fn vtpb_info_shared_free<D: Device + ?Sized>(dev: &D, info: &SharedInfo) -> 
 
 /// `vtpb_info_shared_init_vtpb`: allocates the shared region and the IO
 /// buffers on `tpb` (the vcore's first core); on failure frees what it allocated.
-pub fn vtpb_info_shared_init_vtpb<D: Device + ?Sized>(dev: &D, tpb: u32, kg: &KelfNn) -> Result<SharedInfo, LoadError> {
+pub fn vtpb_info_shared_init_vtpb<D: Device + ?Sized>(
+    dev: &D,
+    tpb: u32,
+    kg: &KelfNn<'_>,
+) -> Result<SharedInfo, LoadError> {
     let mut info = SharedInfo::default();
     let step = |info: &mut SharedInfo| -> Result<(), LoadError> {
         if kg.shared_size > 0 {
@@ -130,7 +134,7 @@ pub struct CoreOutcome {
 
 /// The physical address of a var of this core, once the carve-out is at
 /// `carve` (`None` when it is not in HBM or the address would overflow).
-pub fn var_pa(v: &KbinVar, carve: u64, shared: &SharedInfo) -> Option<u64> {
+pub fn var_pa(v: &KbinVar<'_>, carve: u64, shared: &SharedInfo) -> Option<u64> {
     var_home(v, Region { pa: carve, size: 0 }, shared).and_then(|(r, o)| r.pa.checked_add(o))
 }
 
@@ -148,7 +152,7 @@ fn hot_pa(hot: &[(u64, u64)], op: Operand) -> Option<u64> {
 
 /// The allocation a var lives in and its offset there: the carve-out, the
 /// shared region, or its IO buffer.
-fn var_home(v: &KbinVar, carve: Region, shared: &SharedInfo) -> Option<(Region, u64)> {
+fn var_home(v: &KbinVar<'_>, carve: Region, shared: &SharedInfo) -> Option<(Region, u64)> {
     match v.place {
         Place::Io => shared.io.get(&v.name).map(|t| (t.region, 0)),
         Place::Carveout(o) => Some((carve, o)),
@@ -160,7 +164,7 @@ fn var_home(v: &KbinVar, carve: Region, shared: &SharedInfo) -> Option<(Region, 
 /// `[off, off + len)` inside `region`, as a physical address; else an `NRT_INVALID` naming the core and `what`:
 /// staging never writes a byte outside the allocation it means, so it never
 /// writes over another live allocation.
-fn inside(kbin: &Kbin, region: Region, off: u64, len: u64, what: &dyn Fn() -> String) -> Result<u64, LoadError> {
+fn inside(kbin: &Kbin<'_>, region: Region, off: u64, len: u64, what: &dyn Fn() -> String) -> Result<u64, LoadError> {
     let end = off.checked_add(len);
     let pa = region.pa.checked_add(off);
     match (pa, end) {
@@ -185,7 +189,7 @@ fn inside(kbin: &Kbin, region: Region, off: u64, len: u64, what: &dyn Fn() -> St
 pub fn kbl_model_add<D: Device + ?Sized>(
     dev: &D,
     db: &Mutex<TdrvDb>,
-    kbin: &Kbin,
+    kbin: &Kbin<'_>,
     pcore: u32,
     ctx: &StageCtx<'_>,
 ) -> CoreOutcome {
@@ -216,7 +220,7 @@ pub fn kbl_model_add<D: Device + ?Sized>(
 fn build<D: Device + ?Sized>(
     dev: &D,
     db: &Mutex<TdrvDb>,
-    kbin: &Kbin,
+    kbin: &Kbin<'_>,
     tpb: u32,
     carve: Region,
     ctx: &StageCtx<'_>,
@@ -225,7 +229,7 @@ fn build<D: Device + ?Sized>(
     let copy = |pa: u64, data: &[u8]| dev.copy_in(tpb, pa, data).map_err(|e| dev_err(&e));
     // io_init_mr_to_name_map / mr_pointer_init_pointer_vars: every HBM var
     // inside its allocation, before anything is copied.
-    let pa_of = |v: &KbinVar| var_pa(v, carve.pa, ctx.shared);
+    let pa_of = |v: &KbinVar<'_>| var_pa(v, carve.pa, ctx.shared);
     // The image is indexed by var_id (the simulator's layout); gaps are not in HBM.
     // var_table bounds the ids, so this is a small multiple of the table.
     let n = kbin.vars.max_id().map_or(0, |m| m as usize + 1);
@@ -285,7 +289,7 @@ fn build<D: Device + ?Sized>(
     // drs_create_data_refill_rings: the weights, each inside its var.
     let mut weights = 0;
     for (id, v) in kbin.vars.iter() {
-        if let Some(data) = v.data.as_deref().filter(|d| !d.is_empty()) {
+        if let Some(data) = v.data.filter(|d| !d.is_empty()) {
             let (Some((region, off)), true) = (var_home(v, carve, ctx.shared), data.len() as u64 <= v.size) else {
                 return Err(LoadError::invalid(
                     Stage::S4Stage,
@@ -300,7 +304,7 @@ fn build<D: Device + ?Sized>(
     // act_local_storage_tbls_init: engine tables, opaque, each inside the carve-out.
     let mut tables = Vec::with_capacity(kbin.tables.len());
     for (t, &pa) in kbin.tables.iter().zip(&table_pas) {
-        copy(pa, &t.data)?;
+        copy(pa, t.data)?;
         tables.push(StagedTable { member: t.member.clone(), pa, len: t.data.len() as u64 });
     }
     // sequencer_setup_instr: S5 sub-layer (a), then stage each stream.
@@ -308,7 +312,7 @@ fn build<D: Device + ?Sized>(
     let mut patches: Vec<KbinPatch> = Vec::new();
     let mut relocated = 0u64;
     for (e, &(pa, len, ring_pa)) in kbin.engines.iter().zip(&engine_pas) {
-        let (bytes, operand_vars) = match &e.records {
+        let (bytes, operand_vars): (std::borrow::Cow<'_, [u8]>, _) = match &e.records {
             Some(records) => {
                 let mut resolve = |op: Operand| -> Result<u64, String> {
                     if let Some(pa) = hot_pa(&hot, op) {
@@ -324,9 +328,9 @@ fn build<D: Device + ?Sized>(
                 })?;
                 relocated += t.relocated;
                 patches.extend(t.patches);
-                (t.bytes, t.operand_vars)
+                (t.bytes.into(), t.operand_vars)
             }
-            None => (e.stream.clone(), vec![[None; 3]; e.device_records as usize]),
+            None => (e.stream.into(), vec![[None; 3]; e.device_records as usize]),
         };
         if bytes.len() as u64 != len {
             return Err(LoadError::invalid(

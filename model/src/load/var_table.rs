@@ -12,25 +12,25 @@ const EMPTY: u32 = u32::MAX;
 
 /// A KBIN's vars by var_id (ids need not be dense). O(1) lookup, iteration in id order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct VarTable {
+pub struct VarTable<'m> {
     /// Position in `vars` of each id (`EMPTY` = none); as long as the largest id + 1.
     slot: Vec<u32>,
     /// `(var_id, var)`, sorted by id once built.
-    vars: Vec<(u32, KbinVar)>,
+    vars: Vec<(u32, KbinVar<'m>)>,
     /// `vars` is sorted by id (set by [`VarTable::finish`]).
     sorted: bool,
 }
 
-impl VarTable {
+impl<'m> VarTable<'m> {
     /// An empty table for about `n` vars.
-    pub fn with_capacity(n: usize) -> VarTable {
+    pub fn with_capacity(n: usize) -> VarTable<'m> {
         VarTable { slot: Vec::new(), vars: Vec::with_capacity(n), sorted: true }
     }
 
     /// Adds `var` at `id`; if `id` is taken, returns the var already there
     /// and leaves the table unchanged. Call [`VarTable::finish`] after the
     /// last insert. The caller bounds `id` (the index grows to `id + 1`).
-    pub fn insert_new(&mut self, id: u32, var: KbinVar) -> Result<(), &KbinVar> {
+    pub fn insert_new(&mut self, id: u32, var: KbinVar<'m>) -> Result<(), &KbinVar<'m>> {
         let i = id as usize;
         if i >= self.slot.len() {
             self.slot.resize(i + 1, EMPTY);
@@ -61,7 +61,7 @@ impl VarTable {
     }
 
     /// The var with id `id`.
-    pub fn get(&self, id: u32) -> Option<&KbinVar> {
+    pub fn get(&self, id: u32) -> Option<&KbinVar<'m>> {
         match self.slot.get(id as usize) {
             Some(&at) if at != EMPTY => self.vars.get(at as usize).map(|(_, v)| v),
             _ => None,
@@ -69,7 +69,7 @@ impl VarTable {
     }
 
     /// The var with id `id`, mutable.
-    pub fn get_mut(&mut self, id: u32) -> Option<&mut KbinVar> {
+    pub fn get_mut(&mut self, id: u32) -> Option<&mut KbinVar<'m>> {
         match self.slot.get(id as usize) {
             Some(&at) if at != EMPTY => self.vars.get_mut(at as usize).map(|(_, v)| v),
             _ => None,
@@ -77,17 +77,17 @@ impl VarTable {
     }
 
     /// `(var_id, var)` in id order.
-    pub fn iter(&self) -> impl Iterator<Item = (u32, &KbinVar)> {
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &KbinVar<'m>)> {
         self.vars.iter().map(|(id, v)| (*id, v))
     }
 
     /// The vars in id order.
-    pub fn values(&self) -> impl Iterator<Item = &KbinVar> {
+    pub fn values(&self) -> impl Iterator<Item = &KbinVar<'m>> {
         self.vars.iter().map(|(_, v)| v)
     }
 
     /// The vars in id order, mutable.
-    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut KbinVar> {
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut KbinVar<'m>> {
         self.vars.iter_mut().map(|(_, v)| v)
     }
 
@@ -115,7 +115,7 @@ mod tests {
     use crate::load::kbin::Place;
     use crate::neff::manifest::VarType;
 
-    fn var(name: &str) -> KbinVar {
+    fn var(name: &str) -> KbinVar<'static> {
         KbinVar {
             name: name.into(),
             var_type: VarType::TmpBuf,

@@ -73,6 +73,7 @@ pub const SEED_MARKS: &[&str] = &[
     "load.s0.vnc_usage_dec",
     "load.s2.arch_gate",
     "load.s2.kelp_json",
+    "load.s2.load_bytes_limit",
     "load.s2.logical_cores",
     "load.s2.neff_json_missing",
     "load.s2.opaque_isa",

@@ -167,10 +167,40 @@ impl Manifests {
             .ok_or_else(|| NeffError::MissingMember { nn: nn.clone(), member: kelf_member.clone() })?;
         let kelf: KelfJson = parse_json(&kelf_member, kelf_bytes)?;
         let target = Target::parse(&kelf.target)?;
+        distinct_definitions(&kelf_member, &kelf)?;
         let subgraphs =
             kelf.graphs.iter().map(|g| subgraph(m, &nn, &g.name, &g.definition)).collect::<Result<Vec<_>, _>>()?;
         let info = m.get("info.json").map(|b| parse_json("info.json", b)).transpose()?;
         Ok(Manifests { neff_json_member, neff_json, kelf_member, kelf, target, subgraphs, info })
+    }
+}
+
+/// Every kelf graph names its own `def.json`: two graphs naming one
+/// definition are refused before any definition is parsed (so a NEFF of 256
+/// graphs over one large def.json costs one refusal, not 256 parses).
+///
+/// Choice (seed 002, "Stage 2" and "Considerations": `construct_kbin` runs
+/// per graph, and "the kbin (424 B, one per subgraph) ... is the compiler's
+/// section table for one core"; "one model_t per subgraph/physical core"):
+/// a definition is one core's program, so a second graph naming it is not a
+/// subgraph of its own. The seed does not say what the runtime does with
+/// such a NEFF; lncsim refuses it. O(g log g) in graphs.
+fn distinct_definitions(kelf_member: &str, kelf: &KelfJson) -> Result<(), NeffError> {
+    let mut defs: Vec<(&str, usize)> =
+        kelf.graphs.iter().enumerate().map(|(i, g)| (g.definition.as_str(), i)).collect();
+    defs.sort_unstable();
+    match defs.windows(2).find(|w| w[0].0 == w[1].0) {
+        Some(w) => {
+            marks::hit("neff.manifest.shared_definition");
+            Err(bad(
+                kelf_member,
+                format!(
+                    "graphs {} and {} both name the definition {:?}; each graph needs its own",
+                    w[0].1, w[1].1, w[0].0
+                ),
+            ))
+        }
+        None => Ok(()),
     }
 }
 
