@@ -729,3 +729,33 @@ fn a_neff_record_already_flagged_relocated_keeps_the_flag() {
     // The loader ORs the flag in, so the device record (already flagged) is what this NEFF wants.
     assert_eq!(check_load(rt.device(), &neff, &images), Vec::<String>::new(), "sg{sg:02} ip {ip}");
 }
+
+/// Review finding 2 (t1_dup_table.py): a table named by two engines of one
+/// subgraph is staged once (it was staged once per naming engine, which the
+/// checker reports as "staged 2 times"); the load is READY and passes.
+#[test]
+fn a_table_named_by_two_engines_is_staged_once() {
+    let b = pack_generated(&GenConfig::new(3, 2, SizeClass::Small)).unwrap();
+    let parsed = Neff::parse(&b, &ReadOptions::default()).unwrap();
+    let jsons: Vec<String> = parsed.subgraphs[0].engines.iter().filter_map(|e| e.json_member.clone()).take(2).collect();
+    assert_eq!(jsons.len(), 2, "sg00 has two engine descriptions");
+    let table: Vec<u8> = (0..1000u32).map(|i| if i < 900 { (i % 251) as u8 + 1 } else { 0 }).collect();
+    let bytes = lncsim_model::load::fuzz::repack(&b, |m, _| {
+        for j in &jsons {
+            let mut v: serde_json::Value = serde_json::from_slice(m.get(j).unwrap()).unwrap();
+            v["extra_table"] = serde_json::json!("shared_tbl.bin");
+            assert!(m.set(j, serde_json::to_vec(&v).unwrap()));
+        }
+        m.insert("sg00/shared_tbl.bin".to_owned(), table.clone()).unwrap();
+    })
+    .unwrap();
+    let neff = Neff::parse(&bytes, &ReadOptions::default()).unwrap();
+    let rt = Runtime::new(SimDevice::new(2, 2));
+    let m = rt.nrt_load(&bytes, -1, -1).unwrap();
+    let models = rt.models(m.h_nn).unwrap();
+    let staged: Vec<_> = models[0].tables.iter().filter(|t| t.member == "sg00/shared_tbl.bin").collect();
+    assert_eq!(staged.len(), 1, "{:?}", models[0].tables);
+    assert_eq!(rt.device().copy_out(staged[0].pa, staged[0].len).unwrap(), table);
+    assert_eq!(check_models(rt.device(), &neff, &models), Vec::<String>::new());
+    rt.nrt_unload(&m).unwrap();
+}

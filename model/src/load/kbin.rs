@@ -12,7 +12,7 @@
 //! of backing-less `virtual` vars (4 KiB), engine streams after pseudo
 //! expansion (64), DMA rings (64), tables (64); size rounded to 4 KiB.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
@@ -139,15 +139,19 @@ pub fn construct_kbin<'m>(
 }
 
 /// The tables a subgraph stages: every member its engine descriptions name
-/// as a table ([`table_members`]) that exists, in engine order, with its
-/// bytes (borrowed). O(t log t) in table names.
+/// as a table ([`table_members`]) that exists, once per subgraph however
+/// many engines name it (the first naming engine places it), in engine
+/// order, with its bytes (borrowed). O(t log t) in table names.
 pub fn subgraph_tables<'m>(members: &'m MemberTable, subgraph: &Subgraph) -> Vec<(String, &'m [u8])> {
+    let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut tables = Vec::new();
     for es in &subgraph.engines {
         if let Some(j) = &es.json {
             for t in table_members(&j.extra) {
                 let member = format!("{}{t}", subgraph.dir);
-                if let Some(b) = members.get(&member) {
+                if let Some(b) = members.get(&member)
+                    && seen.insert(member.clone())
+                {
                     tables.push((member, b));
                 }
             }
