@@ -759,3 +759,93 @@ fn a_table_named_by_two_engines_is_staged_once() {
     assert_eq!(check_models(rt.device(), &neff, &models), Vec::<String>::new());
     rt.nrt_unload(&m).unwrap();
 }
+
+/// A NEFF of one subgraph per def.json in `defs` (no engines, no IO), as the
+/// review's `mini.py` builds them.
+fn mini(defs: &[serde_json::Value]) -> Vec<u8> {
+    let mut t = lncsim_model::neff::MemberTable::new();
+    let nodes = serde_json::json!({"nodes": [
+        {"op": "tvm_op", "name": "k", "attrs": {"func_name": "__kelf", "kelf": "kelf-0.json"}, "inputs": [], "output_names": []}
+    ]});
+    t.insert("neff.json".into(), serde_json::to_vec(&nodes).unwrap()).unwrap();
+    let graphs: Vec<_> = (0..defs.len())
+        .map(|i| serde_json::json!({"definition": format!("sg{i:02}/def.json"), "name": format!("sg{i:02}")}))
+        .collect();
+    let kelf = serde_json::json!({"graphs": graphs, "version": "0.5", "target": "cayman"});
+    t.insert("kelf-0.json".into(), serde_json::to_vec(&kelf).unwrap()).unwrap();
+    for (i, d) in defs.iter().enumerate() {
+        t.insert(format!("sg{i:02}/def.json"), serde_json::to_vec(d).unwrap()).unwrap();
+    }
+    lncsim_model::neff::NeffWriter::new("mini", defs.len() as u32).write(&t).unwrap()
+}
+
+/// `bytes` loaded READY on a fresh device: the runtime, the parse and the models.
+fn load_ready(bytes: &[u8], cores: u32) -> (Runtime<SimDevice>, Neff, Vec<Model>) {
+    let neff = Neff::parse(bytes, &ReadOptions::default()).unwrap();
+    let rt = Runtime::new(SimDevice::new(cores, cores));
+    let m = rt.nrt_load(bytes, -1, -1).unwrap();
+    let models = rt.models(m.h_nn).unwrap();
+    (rt, neff, models)
+}
+
+/// Review finding 3(a) (t5_implicit_views_overlap.py): backing-less
+/// `virtual` vars are views of the core's implicit scratchpad and may overlap
+/// each other (the loader places them so); the checker judges the scratchpad
+/// as one private piece, and still reports a view off the scratchpad's base
+/// and a scratchpad over another piece.
+#[test]
+fn overlapping_views_of_the_implicit_scratchpad_are_one_piece() {
+    let def = serde_json::json!({"var": {
+        "a": {"type": "virtual", "size": 256, "backing_variable_off": 0, "var_id": 0},
+        "b": {"type": "virtual", "size": 256, "backing_variable_off": 128, "var_id": 1},
+        "t": {"type": "tmp-buf", "size": 64, "var_id": 2},
+    }, "dma_queue": {}});
+    let (rt, neff, models) = load_ready(&mini(&[def]), 1);
+    assert_eq!(check_models(rt.device(), &neff, &models), Vec::<String>::new());
+    let img = &models[0].image;
+    let (a, t) = (img.vars[0].pa, img.vars[2].pa);
+    assert_eq!(img.vars[1].pa, a + 128);
+    reports_models(
+        rt.device(),
+        &neff,
+        &models,
+        |m| m[0].image.vars[1].pa += 8,
+        &["sg00 var b: ", &format!("is not the implicit scratchpad's base {a:#x} + 128")],
+    );
+    // The scratchpad moved over the tmp-buf: one piece overlaps the other.
+    reports_models(
+        rt.device(),
+        &neff,
+        &models,
+        |m| {
+            m[0].image.vars[0].pa = t;
+            m[0].image.vars[1].pa = t + 128;
+        },
+        &["sg00 implicit scratchpad", "overlaps", "sg00 var t"],
+    );
+}
+
+/// Review finding 3(b) (t4_zero_view_at_end.py): a zero-size view at the very
+/// end of its backing tmp-buf, the last piece of the carve-out, is inside its
+/// allocation for the checker as for the loader; one byte further is not.
+#[test]
+fn a_zero_size_view_at_the_end_of_an_allocation_is_inside_it() {
+    let def = serde_json::json!({"var": {
+        "t": {"type": "tmp-buf", "size": 4096, "var_id": 0},
+        "v": {"type": "virtual", "backing_variable": "t", "backing_variable_off": 4096, "size": 0, "var_id": 1},
+    }, "dma_queue": {}});
+    let (rt, neff, models) = load_ready(&mini(&[def]), 1);
+    let c = models[0].carveout;
+    assert_eq!(models[0].image.vars[1].pa, c.pa + c.size, "the view sits at the carve-out's end");
+    assert_eq!(check_models(rt.device(), &neff, &models), Vec::<String>::new());
+    let lines = |pa: u64| {
+        let mut m = models.clone();
+        m[0].image.vars[1].pa = pa;
+        check_models(rt.device(), &neff, &m)
+    };
+    let past = lines(c.pa + c.size + 1);
+    assert!(
+        past.iter().any(|l| l.starts_with("sg00 var v: ") && l.ends_with("is not inside a live allocation")),
+        "{past:#?}"
+    );
+}

@@ -8,19 +8,24 @@
 //! Rules:
 //! - one image per subgraph, in order; every def.json var in its image at
 //!   its var_id with its name and type; non-HBM types unplaced;
-//! - every HBM var at its real size inside one live allocation; an IO
-//!   buffer (at its real size) and the shared region at one address on every
-//!   core; a `virtual` var at `backing + backing_variable_off` and inside its
-//!   backing var; a `file` var holding its payload's bytes;
+//! - every HBM var at its real size inside one live allocation (a
+//!   zero-size var may sit at an allocation's very end); an IO buffer (at
+//!   its real size) and the shared region at one address on every core; a
+//!   `virtual` var at `backing + backing_variable_off` and inside its backing
+//!   var; every backing-less `virtual` var at one base (the core's implicit
+//!   scratchpad) + its `backing_variable_off`; a `file` var holding its
+//!   payload's bytes;
 //! - every stream and ring: descriptor counts and contents, debug info,
 //!   every relocated operand inside the var it names, opaque streams equal to
 //!   the NEFF's, lncsim streams relocated record by record;
 //! - with the [`Model`]s ([`check_models`]): every private piece (weights,
-//!   tmp-bufs, the implicit scratchpad's views, streams, rings, tables)
+//!   tmp-bufs, the implicit scratchpad as a whole, streams, rings, tables)
 //!   inside its core's carve-out, the carve-out a live allocation; every
 //!   engine table the NEFF names staged once, byte for byte;
-//! - no two private pieces, IO buffers or the shared region overlap; no two
-//!   live allocations overlap.
+//! - no two private pieces, IO buffers or the shared region overlap (views
+//!   of one backing var, and backing-less views of the implicit scratchpad,
+//!   may overlap each other: the compiler reuses addresses of tensors whose
+//!   live intervals do not meet); no two live allocations overlap.
 //!
 //! Cost: O(n log n) in vars + records + descriptors + tables + live
 //! allocations (lookups are by binary search or in ordered maps; overlaps by
@@ -53,6 +58,8 @@ enum What<'a> {
     Table(&'a str, &'a str),
     /// An IO buffer: `io <name>`.
     Io(&'a str),
+    /// A core's implicit scratchpad (the extent of its backing-less `virtual` vars).
+    Scratchpad(&'a str),
     /// The shared region.
     Shared,
 }
@@ -64,6 +71,7 @@ impl std::fmt::Display for What<'_> {
             What::Engine(sg, engine, part) => write!(f, "{sg} {engine} {part}"),
             What::Table(sg, member) => write!(f, "{sg} table {member}"),
             What::Io(name) => write!(f, "io {name}"),
+            What::Scratchpad(sg) => write!(f, "{sg} implicit scratchpad"),
             What::Shared => f.write_str("the shared region"),
         }
     }
@@ -85,9 +93,12 @@ impl Allocs {
         Allocs(v)
     }
 
-    /// True when `[pa, pa + len)` (one byte when `len` is 0) lies inside one allocation.
+    /// True when `[pa, pa + len)` lies inside one allocation. A zero-length
+    /// range is inside when `pa` is in `[start, start + size]`: the end of
+    /// an allocation included, as the loader places a zero-size view at the
+    /// very end of its backing var.
     fn inside(&self, pa: u64, len: u64) -> bool {
-        let Some(end) = pa.checked_add(len.max(1)) else { return false };
+        let Some(end) = pa.checked_add(len) else { return false };
         let i = self.0.partition_point(|&(a, _)| a <= pa);
         i > 0 && self.0[i - 1].0.saturating_add(self.0[i - 1].1) >= end
     }
@@ -232,6 +243,8 @@ fn check_vars<'n, D: Device + ?Sized>(
             v
         }
     };
+    // The implicit scratchpad: (base, end offset) once its first view is seen.
+    let mut pad: Option<(u64, u64)> = None;
     for (name, v) in &def.var {
         let Some(iv) = img.vars.get(v.var_id as usize) else {
             bad.push(format!("{}: var {name} (id {}) missing from the image", sg.name, v.var_id));
@@ -285,12 +298,27 @@ fn check_vars<'n, D: Device + ?Sized>(
                             bad.push(format!("{at}: [{off}, +{want}) is not inside its backing {b}"));
                         }
                     }
-                    // The implicit scratchpad is the core's own.
-                    None => own(bad, Owner::Private, iv.pa, want, at),
+                    // A view of the core's implicit scratchpad, at its base + offset.
+                    None => match iv.pa.checked_sub(off) {
+                        Some(base) if pad.is_none_or(|(b, _)| b == base) => {
+                            let end = off.saturating_add(want);
+                            pad = Some((base, pad.map_or(end, |(_, e)| e.max(end))));
+                        }
+                        _ => bad.push(format!(
+                            "{at}: {:#x} is not the implicit scratchpad's base {:#x} + {off}",
+                            iv.pa,
+                            pad.map_or(0, |p| p.0)
+                        )),
+                    },
                 }
             }
             _ => {}
         }
+    }
+    // The scratchpad is the core's own, one piece: its views may overlap each
+    // other (like views of one backing var), never anything else.
+    if let Some((base, end)) = pad {
+        own(bad, Owner::Private, base, end, What::Scratchpad(&sg.name));
     }
 }
 

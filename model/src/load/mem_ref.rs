@@ -164,6 +164,13 @@ pub(super) fn bounded(sg: &Subgraph, var: &str, name: &str, x: u64) -> Result<u6
 /// non-virtual HBM var) or, with no backing, in the implicit scratchpad at
 /// `pad_off`; returns the scratchpad's size. Every offset is checked: a view
 /// must lie inside its backing var, and no address computation may overflow.
+///
+/// Choice: views may overlap each other, backed or backing-less alike. A
+/// backing-less var's `backing_variable_off` is an offset into the core's
+/// scratchpad (seed 002, S5 (a): `relocate_instructions(eng, model_mr_set,
+/// scratchpad)`, `mem_ref_to_addr`: addr = offset + physical_address), placed
+/// by the compiler's allocator, which reuses the addresses of tensors whose
+/// live intervals do not meet; the scratchpad is one piece of the carve-out.
 pub(super) fn resolve_virtuals(
     sg: &Subgraph,
     ids: &VarIds<'_>,
