@@ -849,3 +849,42 @@ fn a_zero_size_view_at_the_end_of_an_allocation_is_inside_it() {
         "{past:#?}"
     );
 }
+
+/// Review finding 4 (t6_isa_from_loader.py): the checker derives the ISA
+/// from the NEFF's stream bytes, not from the loader's image (nor from
+/// `info.json`, which is what the loader decides by). An lncsim NEFF whose
+/// `tool_version` was changed loads with its streams staged opaque,
+/// unrelocated: that is reported; so is an image whose ISA was flipped.
+#[test]
+fn the_isa_is_derived_from_the_streams_not_taken_from_the_image() {
+    let b = pack_generated(&GenConfig::new(3, 2, SizeClass::Small)).unwrap();
+    let retooled = lncsim_model::load::fuzz::repack(&b, |m, _| {
+        let mut info: serde_json::Value = serde_json::from_slice(m.get("info.json").unwrap()).unwrap();
+        info["tool_version"] = serde_json::json!("neuronx-cc 2.23");
+        assert!(m.set("info.json", serde_json::to_vec(&info).unwrap()));
+    })
+    .unwrap();
+    let (rt, neff, models) = load_ready(&retooled, 2);
+    assert!(models.iter().all(|m| m.image.isa == Isa::Opaque && m.relocated_records == 0));
+    let bad = check_models(rt.device(), &neff, &models);
+    for sg in ["sg00", "sg01"] {
+        let want = format!("{sg}: the image says the Opaque ISA, but the NEFF's streams are Lncsim");
+        assert!(bad.iter().any(|l| l.starts_with(&want)), "{bad:#?}");
+    }
+    // The clean load, with one image's ISA flipped.
+    let (rt, neff, images) = loaded();
+    reports(&rt, &neff, &images, |i| i[1].isa = Isa::Opaque, &["sg01: the image says the Opaque ISA"]);
+    // The real NEFF's streams are not lncsim records: an image claiming they are is reported.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let Some(path) = lncsim_model::testdata::require(root, "real-neff/matmul_small.neff") else { return };
+    let (rt, neff, models) = load_ready(&std::fs::read(path).unwrap(), 2);
+    assert_eq!(check_models(rt.device(), &neff, &models), Vec::<String>::new());
+    let images: Vec<CoreImage> = models.into_iter().map(|m| m.image).collect();
+    reports(
+        &rt,
+        &neff,
+        &images,
+        |i| i[0].isa = Isa::Lncsim,
+        &["sg00: the image says the Lncsim ISA, but the NEFF's streams are Opaque"],
+    );
+}

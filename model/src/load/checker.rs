@@ -15,6 +15,10 @@
 //!   var; every backing-less `virtual` var at one base (the core's implicit
 //!   scratchpad) + its `backing_variable_off`; a `file` var holding its
 //!   payload's bytes;
+//! - the image's ISA is the one the NEFF's stream bytes are in, derived
+//!   here from the records themselves (every one an lncsim record whose
+//!   operands lie in def.json's HBM vars, or not), not from `info.json`;
+//!   the records are then compared under the image's ISA, as staged;
 //! - every stream and ring: descriptor counts and contents, debug info,
 //!   every relocated operand inside the var it names, opaque streams equal to
 //!   the NEFF's, lncsim streams relocated record by record;
@@ -134,6 +138,7 @@ fn check<'a, D: Device + ?Sized>(
         bad.push(format!("{} images for {} subgraphs", images.len(), neff.subgraphs.len()));
         return bad;
     }
+    let isa = stream_isa(neff);
     let allocs = Allocs::new(dev.allocations());
     for w in allocs.0.windows(2) {
         if w[0].0.saturating_add(w[0].1) > w[1].0 {
@@ -194,6 +199,19 @@ fn check<'a, D: Device + ?Sized>(
             let ring_len = s.descriptors.saturating_mul(DESCRIPTOR_SIZE as u64);
             private(&mut bad, s.pa, stream_len, What::Engine(&sg.name, s.engine.key(), "stream"));
             private(&mut bad, s.ring_pa, ring_len, What::Engine(&sg.name, s.engine.key(), "ring"));
+        }
+        if isa.is_some_and(|i| i != img.isa) {
+            bad.push(format!(
+                "{}: the image says the {:?} ISA, but the NEFF's streams are {:?} ({})",
+                sg.name,
+                img.isa,
+                isa.unwrap_or(img.isa),
+                if isa == Some(Isa::Lncsim) {
+                    "every record decodes as an lncsim record whose operands lie in def.json's HBM vars"
+                } else {
+                    "some record is no lncsim record inside def.json's HBM vars"
+                }
+            ));
         }
         bad.extend(check_streams(dev, neff, img, sg));
         if let Some(m) = model {
@@ -396,6 +414,52 @@ fn check_streams<D: Device + ?Sized>(dev: &D, neff: &Neff, img: &CoreImage, sg: 
         }
     }
     bad
+}
+
+/// The instruction set of the NEFF's streams, from their bytes alone (not
+/// from `info.json`, which is what the loader decides by): lncsim's when
+/// every record of every subgraph's streams decodes as an lncsim record and
+/// every memory operand of its compute records
+/// (`Add`/`Mul`/`MatMul` three, `Relu`/`Reduce` two, `PseudoAddN` three, an
+/// `Ext` its `imm` sources) names a def.json var of an HBM type by var_id and
+/// lies inside it (a `file` var with no size: inside its payload); else the
+/// real one. `None` when the NEFF has no record to judge by. A real stream
+/// passing this is vanishingly unlikely (its first opcode byte alone rules
+/// most out). O(r + v log v) in records and vars.
+fn stream_isa(neff: &Neff) -> Option<Isa> {
+    let mut records = 0u64;
+    for sg in &neff.subgraphs {
+        let by_id: BTreeMap<u32, (&str, &crate::neff::manifest::Var)> =
+            sg.def.var.iter().map(|(n, v)| (v.var_id, (n.as_str(), v))).collect();
+        let inside = |op: &crate::codegen::record::Operand| {
+            by_id.get(&op.a).is_some_and(|&(_, v)| {
+                let size = match (&v.var_type, v.size) {
+                    (VarType::Input | VarType::Output | VarType::TmpBuf | VarType::Virtual, s) => s.unwrap_or(0),
+                    (VarType::File, Some(s)) => s,
+                    (VarType::File, None) => file_payload(neff, sg, v.file_name.as_deref()).len() as u64,
+                    _ => return false,
+                };
+                u64::from(op.b) + u64::from(op.c) <= size
+            })
+        };
+        for e in &sg.engines {
+            let stream = neff.members.get(&e.instr_member).unwrap_or(&[]);
+            for chunk in stream.chunks(RECORD_SIZE) {
+                records += 1;
+                let Ok(r) = Record::decode(chunk) else { return Some(Isa::Opaque) };
+                let n = match r.opcode {
+                    Opcode::Add | Opcode::Mul | Opcode::MatMul | Opcode::PseudoAddN => 3,
+                    Opcode::Relu | Opcode::Reduce => 2,
+                    Opcode::Ext => (r.imm as usize).min(3),
+                    _ => 0,
+                };
+                if !r.ops[..n].iter().all(inside) {
+                    return Some(Isa::Opaque);
+                }
+            }
+        }
+    }
+    (records > 0).then_some(Isa::Lncsim)
 }
 
 /// Engine tables the NEFF names for `sg`: every string ending in `.bin` in
