@@ -888,3 +888,74 @@ fn the_isa_is_derived_from_the_streams_not_taken_from_the_image() {
         &["sg00: the image says the Lncsim ISA, but the NEFF's streams are Opaque"],
     );
 }
+
+/// A device that copies one byte short whenever a copy is one of `lens` long
+/// (a planted short copy), and is otherwise the simulated device.
+struct ShortCopy<'a>(&'a SimDevice, &'a [usize]);
+
+impl Device for ShortCopy<'_> {
+    fn num_tpbs(&self) -> u32 {
+        self.0.num_tpbs()
+    }
+    fn mem_alloc(&self, tpb: u32, size: u64, align: u64) -> Result<u64, lncsim_model::load::DeviceError> {
+        self.0.mem_alloc(tpb, size, align)
+    }
+    fn mem_free(&self, pa: u64) -> Result<(), lncsim_model::load::DeviceError> {
+        self.0.mem_free(pa)
+    }
+    fn copy_in(&self, tpb: u32, pa: u64, data: &[u8]) -> Result<(), lncsim_model::load::DeviceError> {
+        let short = if self.1.contains(&data.len()) { &data[..data.len() - 1] } else { data };
+        self.0.copy_in(tpb, pa, short)
+    }
+    fn copy_out(&self, pa: u64, len: u64) -> Result<Vec<u8>, lncsim_model::load::DeviceError> {
+        self.0.copy_out(pa, len)
+    }
+    fn live_allocations(&self) -> usize {
+        self.0.live_allocations()
+    }
+    fn allocations(&self) -> Vec<(u64, u64)> {
+        Device::allocations(self.0)
+    }
+    fn lnc_size(&self) -> u32 {
+        self.0.lnc_size()
+    }
+}
+
+/// Review finding 5: device memory is not zeroed for a new allocation (the
+/// simulated HBM reads unwritten bytes as a poison pattern), so a copy one
+/// byte short of a table or a weight whose last bytes are zeros is reported;
+/// on zeroed memory the missing zero read back as the expected one.
+#[test]
+fn a_short_copy_of_bytes_ending_in_zeros_is_reported() {
+    let b = pack_generated(&GenConfig::new(3, 1, SizeClass::Small)).unwrap();
+    let parsed = Neff::parse(&b, &ReadOptions::default()).unwrap();
+    let json = parsed.subgraphs[0].engines.iter().find_map(|e| e.json_member.clone()).unwrap();
+    // A table of 1000 bytes and a weight of 776, each ending in 100 zeros.
+    let tail = |n: usize| -> Vec<u8> { (0..n).map(|i| if i + 100 < n { (i % 250) as u8 + 1 } else { 0 }).collect() };
+    let bytes = lncsim_model::load::fuzz::repack(&b, |m, _| {
+        let mut v: serde_json::Value = serde_json::from_slice(m.get(&json).unwrap()).unwrap();
+        v["zero_tail_table"] = serde_json::json!("zt.bin");
+        assert!(m.set(&json, serde_json::to_vec(&v).unwrap()));
+        let mut d: serde_json::Value = serde_json::from_slice(m.get("sg00/def.json").unwrap()).unwrap();
+        let id = d["var"].as_object().unwrap().values().map(|v| v["var_id"].as_u64().unwrap()).max().unwrap() + 1;
+        d["var"]["w_tail"] = serde_json::json!({"type": "file", "file_name": "w_tail.bin", "size": 776, "var_id": id});
+        assert!(m.set("sg00/def.json", serde_json::to_vec(&d).unwrap()));
+        m.insert("sg00/zt.bin".to_owned(), tail(1000)).unwrap();
+        m.insert("sg00/w_tail.bin".to_owned(), tail(776)).unwrap();
+    })
+    .unwrap();
+    let neff = Neff::parse(&bytes, &ReadOptions::default()).unwrap();
+    let sim = SimDevice::new(1, 1);
+    let dev = ShortCopy(&sim, &[1000, 776]);
+    let rt = Runtime::new(&dev);
+    let m = rt.nrt_load(&bytes, -1, -1).unwrap();
+    let models = rt.models(m.h_nn).unwrap();
+    let bad = lncsim_model::load::checker::check_models(&dev, &neff, &models);
+    assert!(bad.iter().any(|l| l.starts_with("sg00: table sg00/zt.bin differs from the NEFF's")), "{bad:#?}");
+    assert!(bad.iter().any(|l| l == "sg00 var w_tail: device bytes differ from w_tail.bin"), "{bad:#?}");
+    assert_eq!(bad.len(), 2, "{bad:#?}");
+    // The same load copied whole passes.
+    let whole = Runtime::new(SimDevice::new(1, 1));
+    let m = whole.nrt_load(&bytes, -1, -1).unwrap();
+    assert_eq!(check_models(whole.device(), &neff, &whole.models(m.h_nn).unwrap()), Vec::<String>::new());
+}

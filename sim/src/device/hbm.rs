@@ -4,8 +4,16 @@
 //! Allocations live in a `BTreeMap` keyed by physical address, so the
 //! first-fit scan walks them in address order and every result depends only
 //! on the sequence of calls. An allocation's bytes are materialised by chunk
-//! of 64 KiB on first write (zeros until then; reads materialise nothing), so
-//! a large carve-out costs only the chunks written.
+//! of 64 KiB on first write (reads materialise nothing), so a large
+//! carve-out costs only the chunks written; a chunk written whole with zeros
+//! is remembered as zeros, not materialised.
+//!
+//! A byte never written since its allocation reads as [`POISON`], not zero:
+//! real device memory is not cleared for a new allocation, and a zero would
+//! hide a short copy whose missing tail should have been zeros (real engine
+//! tables end in many). So a checker comparing staged bytes with what they
+//! should be sees the gap, and execution reading memory nobody wrote sees
+//! garbage, not a convenient zero.
 //!
 //! [`SlicedHbm`] is the device's HBM: one address space that every core can
 //! read and write, whose allocator serves each tpb from its own slice (as the
@@ -23,24 +31,38 @@ pub struct Allocation {
     /// Size in bytes (at least 1).
     pub size: u64,
     /// Its bytes by chunk of `CHUNK` bytes (the last one shorter): empty
-    /// until first written, then one slot per chunk, `None` (zeros) until
-    /// that chunk is written. A read never materialises anything, so bytes
-    /// read before they are written cost no host page (and their first
-    /// write no copy-on-write of the zero page).
-    chunks: Vec<Option<Box<[u8]>>>,
+    /// until first written, then one slot per chunk, [`Chunk::Unwritten`]
+    /// until that chunk is written. A read never materialises anything, so
+    /// bytes read before they are written cost no host page.
+    chunks: Vec<Chunk>,
+}
+
+/// One chunk of an allocation's bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Chunk {
+    /// Never written: reads as [`POISON`].
+    Unwritten,
+    /// Written whole with zeros (a zero payload costs no host memory).
+    Zeros,
+    /// Materialised.
+    Bytes(Box<[u8]>),
 }
 
 /// Bytes per chunk of an allocation's storage (a power of two).
 const CHUNK_SHIFT: u32 = 16;
 /// Bytes per chunk.
 const CHUNK: usize = 1 << CHUNK_SHIFT;
+/// What a byte never written since its allocation reads as (see the module docs).
+pub const POISON: u8 = 0xA5;
 /// What an unwritten chunk reads as.
+static POISONED: [u8; CHUNK] = [POISON; CHUNK];
+/// What a chunk written with zeros reads as.
 static ZEROS: [u8; CHUNK] = [0; CHUNK];
 
 impl Allocation {
     /// Whether the bytes were ever written (materialised).
     pub fn materialised(&self) -> bool {
-        self.chunks.iter().any(Option::is_some)
+        self.chunks.iter().any(|c| matches!(c, Chunk::Bytes(_)))
     }
 
     /// Bytes of chunk `c` (`CHUNK`, the last one what is left of `size`).
@@ -49,22 +71,45 @@ impl Allocation {
         self.size.saturating_sub(start).min(CHUNK as u64) as usize
     }
 
-    /// The bytes `[off, off + len)` of chunk `c`, zeros when it was never written.
+    /// The bytes `[off, off + len)` of chunk `c`, [`POISON`] when it was never written.
     fn read(&self, c: usize, off: usize, len: usize) -> &[u8] {
         match self.chunks.get(c) {
-            Some(Some(b)) => &b[off..off + len],
-            _ => &ZEROS[..len],
+            Some(Chunk::Bytes(b)) => &b[off..off + len],
+            Some(Chunk::Zeros) => &ZEROS[..len],
+            Some(Chunk::Unwritten) | None => &POISONED[..len],
         }
     }
 
-    /// Chunk `c`, materialised (zeros) if it was not.
+    /// Chunk `c`, materialised (with what it read as) if it was not.
     fn chunk_mut(&mut self, c: usize) -> &mut [u8] {
+        self.ensure_chunks();
+        let len = self.chunk_len(c);
+        let fill = match self.chunks[c] {
+            Chunk::Bytes(_) => None,
+            Chunk::Zeros => Some(0),
+            Chunk::Unwritten => Some(POISON),
+        };
+        if let Some(b) = fill {
+            self.chunks[c] = Chunk::Bytes(vec![b; len].into_boxed_slice());
+        }
+        match &mut self.chunks[c] {
+            Chunk::Bytes(b) => b,
+            // Materialised just above.
+            Chunk::Zeros | Chunk::Unwritten => &mut [],
+        }
+    }
+
+    /// One slot per chunk (made on the first write).
+    fn ensure_chunks(&mut self) {
         if self.chunks.is_empty() {
             let n = (self.size as usize).div_ceil(CHUNK);
-            self.chunks.resize_with(n, || None);
+            self.chunks.resize_with(n, || Chunk::Unwritten);
         }
-        let len = self.chunk_len(c);
-        self.chunks[c].get_or_insert_with(|| vec![0; len].into_boxed_slice())
+    }
+
+    /// The state of chunk `c` (unwritten when the allocation was never written).
+    fn state(&self, c: usize) -> &Chunk {
+        self.chunks.get(c).unwrap_or(&Chunk::Unwritten)
     }
 
     /// Appends the bytes `[off, off + len)` (inside the allocation) to `out`, chunk by chunk.
@@ -80,18 +125,25 @@ impl Allocation {
     }
 
     /// Writes `data` at `off` (inside the allocation), chunk by chunk. A
-    /// piece of zeros aimed at a chunk never written materialises nothing:
-    /// that chunk already reads as zeros (a run's write-back of untouched
-    /// scratch costs no host page). Cost: O(len).
+    /// piece that changes nothing a chunk reads as materialises nothing (a
+    /// run's write-back of untouched scratch, all [`POISON`], costs no host
+    /// page), and zeros over a whole unwritten chunk make it a zero chunk
+    /// (a zero payload costs no host page either). Cost: O(len).
     fn write_from(&mut self, off: usize, data: &[u8]) {
         let mut at = off;
         while at < off + data.len() {
             let (c, o) = (at >> CHUNK_SHIFT, at & (CHUNK - 1));
             let n = (CHUNK - o).min(off + data.len() - at);
             let piece = &data[at - off..at - off + n];
-            let unwritten = self.chunks.get(c).is_none_or(Option::is_none);
-            if !(unwritten && piece.iter().all(|&b| b == 0)) {
-                self.chunk_mut(c)[o..o + n].copy_from_slice(piece);
+            let all = |v: u8| piece.iter().all(|&b| b == v);
+            match self.state(c) {
+                Chunk::Unwritten if all(POISON) => {}
+                Chunk::Zeros if all(0) => {}
+                Chunk::Unwritten if o == 0 && n == self.chunk_len(c) && all(0) => {
+                    self.ensure_chunks();
+                    self.chunks[c] = Chunk::Zeros;
+                }
+                _ => self.chunk_mut(c)[o..o + n].copy_from_slice(piece),
             }
             at += n;
         }
@@ -310,7 +362,7 @@ mod tests {
         let size = 3 * CHUNK as u64 + 100;
         let mut h = Hbm::new(0, 1 << 30);
         let a = h.alloc(0, size, 1).unwrap();
-        assert_eq!(h.with_bytes(a + 10, size - 10, |b| b.iter().all(|&x| x == 0)), Some(true));
+        assert_eq!(h.with_bytes(a + 10, size - 10, |b| b.iter().all(|&x| x == POISON)), Some(true));
         assert!(!h.allocs[&a].materialised(), "a read materialises nothing");
         // One write spanning three chunks, one inside the short last chunk, one at the very end.
         let span: Vec<u8> = (0..2 * CHUNK + 7).map(|i| (i % 251) as u8).collect();
@@ -318,7 +370,7 @@ mod tests {
         h.with_bytes_mut(a + at, span.len() as u64, |b| b.copy_from_slice(&span)).unwrap();
         h.with_bytes_mut(a + size - 1, 1, |b| b[0] = 9).unwrap();
         assert!(h.with_bytes_mut(a + size - 1, 2, |_| ()).is_none(), "past the end");
-        let mut want = vec![0u8; size as usize];
+        let mut want = vec![POISON; size as usize];
         want[at as usize..at as usize + span.len()].copy_from_slice(&span);
         want[size as usize - 1] = 9;
         assert_eq!(h.with_bytes(a, size, <[u8]>::to_vec), Some(want.clone()));
@@ -336,21 +388,44 @@ mod tests {
     }
 
     #[test]
-    fn writing_zeros_materialises_only_chunks_already_written() {
+    fn unwritten_bytes_read_as_poison_and_a_short_write_leaves_them_so() {
         let mut h = Hbm::new(0, 1 << 30);
         let a = h.alloc(0, 2 * CHUNK as u64, 1).unwrap();
+        assert_eq!(h.read(a, 4), Some(vec![POISON; 4]), "a fresh allocation is not zeroed");
+        // A table ending in zeros copied one byte short: the missing byte is not a zero.
+        let table = [7, 0, 0, 0];
+        h.write(a + 100, &table[..3]).unwrap();
+        assert_ne!(h.read(a + 100, 4), Some(table.to_vec()));
+        assert_eq!(h.read(a + 100, 4), Some(vec![7, 0, 0, POISON]));
+        // Poison written back over unwritten bytes (a run's write-back) changes nothing.
+        let b = h.alloc(0, 2 * CHUNK as u64, 1).unwrap();
+        h.write(b + 5, &[POISON; 100]).unwrap();
+        assert!(!h.allocs[&b].materialised());
+    }
+
+    #[test]
+    fn a_whole_chunk_of_zeros_materialises_nothing_and_a_partial_one_does() {
+        let mut h = Hbm::new(0, 1 << 30);
+        let a = h.alloc(0, 2 * CHUNK as u64 + 10, 1).unwrap();
+        h.write(a, &vec![0; CHUNK]).unwrap();
+        assert!(!h.allocs[&a].materialised(), "a whole chunk of zeros is remembered as zeros");
+        assert_eq!(h.read(a + CHUNK as u64 - 2, 4), Some(vec![0, 0, POISON, POISON]));
+        // More zeros on the zero chunk change nothing; a nonzero byte materialises it, zeros kept.
         h.write(a + 5, &[0; 100]).unwrap();
-        assert!(!h.allocs[&a].materialised(), "zeros into a chunk never written change nothing");
-        // Zeros across the chunk edge, then a nonzero byte: only that chunk is materialised.
-        h.write(a + CHUNK as u64 - 2, &[0, 0, 0, 0]).unwrap();
-        h.write(a + CHUNK as u64 + 1, &[9]).unwrap();
-        let chunks: Vec<bool> = h.allocs[&a].chunks.iter().map(Option::is_some).collect();
-        assert_eq!(chunks, vec![false, true]);
+        assert!(!h.allocs[&a].materialised());
+        h.write(a + 1, &[9]).unwrap();
+        assert_eq!(h.read(a, 3), Some(vec![0, 9, 0]));
+        // Zeros over part of an unwritten chunk materialise it, the rest still poison.
+        h.write(a + CHUNK as u64 + 1, &[0, 0]).unwrap();
+        assert_eq!(h.read(a + CHUNK as u64, 4), Some(vec![POISON, 0, 0, POISON]));
+        let state: Vec<bool> = h.allocs[&a].chunks.iter().map(|c| matches!(c, Chunk::Bytes(_))).collect();
+        assert_eq!(state, vec![true, true, false]);
+        // The short last chunk written whole with zeros is a zero chunk too.
+        h.write(a + 2 * CHUNK as u64, &[0; 10]).unwrap();
+        assert_eq!(h.allocs[&a].chunks[2], Chunk::Zeros);
         // Zeros over written bytes do overwrite them.
-        h.write(a + CHUNK as u64, &[0, 0, 0]).unwrap();
-        assert_eq!(h.read(a + CHUNK as u64 - 1, 4), Some(vec![0; 4]));
-        h.write(a + 3, &[1, 0, 2]).unwrap();
-        assert_eq!(h.read(a, 8), Some(vec![0, 0, 0, 1, 0, 2, 0, 0]));
+        h.write(a + 1, &[0]).unwrap();
+        assert_eq!(h.read(a, 3), Some(vec![0; 3]));
     }
 
     #[test]
@@ -402,7 +477,7 @@ mod tests {
         assert_eq!(h.with_bytes(a + 0x70, 0x11, |_| ()), None);
         assert_eq!(h.with_bytes(a + 0x80, 1, |_| ()), None);
         assert_eq!(h.with_bytes_mut(a + 0x10, 4, |b| b.copy_from_slice(&[1, 2, 3, 4])), Some(()));
-        assert_eq!(h.with_bytes(a + 0x0f, 6, <[u8]>::to_vec), Some(vec![0, 1, 2, 3, 4, 0]));
+        assert_eq!(h.with_bytes(a + 0x0f, 6, <[u8]>::to_vec), Some(vec![POISON, 1, 2, 3, 4, POISON]));
         assert_eq!(h.alloc(0, u64::MAX, 1), None);
     }
 }

@@ -19,7 +19,8 @@
 //! let dev = SimDevice::new(8, 2);
 //! let pa = dev.mem_alloc(0, 4096, 64)?;
 //! dev.copy_in(0, pa, &[1, 2, 3])?;
-//! assert_eq!(dev.copy_out(pa, 4)?, vec![1, 2, 3, 0]);
+//! // Bytes never written read as a poison pattern, not zero.
+//! assert_eq!(dev.copy_out(pa, 4)?, vec![1, 2, 3, lncsim_sim::device::hbm::POISON]);
 //! dev.set_fault_plan(FaultPlan::one(Fault::Alloc(1)));
 //! assert!(dev.mem_alloc(1, 64, 64).is_err()); // the second mem_alloc fails
 //! dev.mem_free(pa)?;
@@ -328,6 +329,7 @@ mod tests {
         let a = d.mem_alloc(0, 16, 16).unwrap();
         assert_eq!(a, DEFAULT_HBM_BASE);
         d.reset_counts();
+        d.write(a, &[0; 16]).unwrap();
         d.write(a + 4, &[7, 8]).unwrap();
         let mut b = [0u8; 4];
         d.read(a + 3, &mut b).unwrap();
