@@ -959,3 +959,42 @@ fn a_short_copy_of_bytes_ending_in_zeros_is_reported() {
     let m = whole.nrt_load(&bytes, -1, -1).unwrap();
     assert_eq!(check_models(whole.device(), &neff, &whole.models(m.h_nn).unwrap()), Vec::<String>::new());
 }
+
+/// Review finding 6: the image holds exactly the engines the NEFF declares,
+/// each once (the checker derives them from the NEFF; it used to judge only
+/// the streams the image happened to have).
+#[test]
+fn a_missing_duplicated_or_undeclared_engine_stream_is_reported() {
+    let (rt, neff, images) = loaded();
+    // A declared engine with records on sg00.
+    let declared = &neff.subgraphs[0].engines;
+    let k =
+        declared.iter().position(|d| images[0].engines.iter().any(|s| s.engine == d.engine && s.records > 0)).unwrap();
+    let first = declared[k].engine;
+    let at = images[0].engines.iter().position(|s| s.engine == first).unwrap();
+    reports(
+        &rt,
+        &neff,
+        &images,
+        |i| {
+            i[0].engines.remove(at);
+        },
+        &[&format!("sg00 {}: the NEFF's stream {} is missing from the image", first.key(), declared[k].instr_member)],
+    );
+    reports(
+        &rt,
+        &neff,
+        &images,
+        |i| {
+            let s = i[0].engines[at].clone();
+            i[0].engines.push(s);
+        },
+        &[&format!("sg00 {}: the image has 2 streams for the engine", first.key())],
+    );
+    // An engine the NEFF does not declare, holding records.
+    let mut undeclared = neff.clone();
+    undeclared.subgraphs[0].engines.remove(k);
+    let bad = check_load(rt.device(), &undeclared, &images);
+    let want = format!("sg00 {}: {} records and", first.key(), images[0].engines[at].records);
+    assert!(bad.iter().any(|l| l.starts_with(&want) && l.contains("an engine the NEFF does not declare")), "{bad:#?}");
+}

@@ -19,6 +19,9 @@
 //!   here from the records themselves (every one an lncsim record whose
 //!   operands lie in def.json's HBM vars, or not), not from `info.json`;
 //!   the records are then compared under the image's ISA, as staged;
+//! - every engine the NEFF declares (a description or a stream) has one
+//!   stream in the image, no engine has two, and an undeclared engine's is
+//!   empty;
 //! - every stream and ring: descriptor counts and contents, debug info,
 //!   every relocated operand inside the var it names, opaque streams equal to
 //!   the NEFF's, lncsim streams relocated record by record;
@@ -213,6 +216,7 @@ fn check<'a, D: Device + ?Sized>(
                 }
             ));
         }
+        bad.extend(check_engines(img, sg));
         bad.extend(check_streams(dev, neff, img, sg));
         if let Some(m) = model {
             for t in &m.tables {
@@ -411,6 +415,44 @@ fn check_streams<D: Device + ?Sized>(dev: &D, neff: &Neff, img: &CoreImage, sg: 
                 let var_pa = |id: u32| img.vars.get(id as usize).map(|v| v.pa);
                 bad.extend(check_stream(&at, file, &device, &var_pa, &ring));
             }
+        }
+    }
+    bad
+}
+
+/// The image's streams are the engines the NEFF declares for `sg` (an
+/// engine with a description or an instruction stream), each once; an
+/// engine the NEFF does not declare may appear only empty (no record, no
+/// descriptor: the loader lays out every engine). O(e log e) in engines.
+fn check_engines(img: &CoreImage, sg: &Subgraph) -> Vec<String> {
+    let mut bad = Vec::new();
+    let mut seen: BTreeMap<crate::ir::Engine, u32> = BTreeMap::new();
+    for s in &img.engines {
+        *seen.entry(s.engine).or_default() += 1;
+        let declared = sg.engines.iter().any(|e| e.engine == s.engine);
+        if !declared && (s.records > 0 || s.descriptors > 0) {
+            bad.push(format!(
+                "{} {}: {} records and {} descriptors staged for an engine the NEFF does not declare",
+                sg.name,
+                s.engine.key(),
+                s.records,
+                s.descriptors
+            ));
+        }
+    }
+    for (e, n) in &seen {
+        if *n > 1 {
+            bad.push(format!("{} {}: the image has {n} streams for the engine", sg.name, e.key()));
+        }
+    }
+    for e in &sg.engines {
+        if !seen.contains_key(&e.engine) {
+            bad.push(format!(
+                "{} {}: the NEFF's stream {} is missing from the image",
+                sg.name,
+                e.engine.key(),
+                e.instr_member
+            ));
         }
     }
     bad
