@@ -998,3 +998,109 @@ fn a_missing_duplicated_or_undeclared_engine_stream_is_reported() {
     let want = format!("sg00 {}: {} records and", first.key(), images[0].engines[at].records);
     assert!(bad.iter().any(|l| l.starts_with(&want) && l.contains("an engine the NEFF does not declare")), "{bad:#?}");
 }
+
+/// A 4-core generated NEFF loaded clean with its registry value.
+fn registered() -> (Runtime<SimDevice>, Neff, lncsim_model::load::DlrModel, Vec<Model>) {
+    let bytes = pack_generated(&GenConfig::new(3, 4, SizeClass::Small)).unwrap();
+    let (rt, neff, models) = load_ready(&bytes, 4);
+    let h = rt.registered()[0];
+    let dlr = rt.dlr_model(h).unwrap();
+    let check = lncsim_model::load::checker_registered::check_registered;
+    assert_eq!(check(rt.device(), &neff, &dlr, &models), Vec::<String>::new(), "the clean load must pass");
+    assert!(!dlr.input_info.is_empty() && !dlr.output_info.is_empty() && dlr.kelf_model.shared.is_some());
+    (rt, neff, dlr, models)
+}
+
+/// `check_registered`'s lines for the registry value and models changed by `edit`; one contains every needle.
+fn reports_registered(
+    edit: impl FnOnce(&mut lncsim_model::load::DlrModel, &mut Vec<Model>, &SimDevice),
+    needles: &[&str],
+) {
+    let (rt, neff, mut dlr, mut models) = registered();
+    edit(&mut dlr, &mut models, rt.device());
+    let bad = lncsim_model::load::checker_registered::check_registered(rt.device(), &neff, &dlr, &models);
+    assert!(bad.iter().any(|l| needles.iter().all(|n| l.contains(n))), "no line with {needles:?} in {bad:#?}");
+}
+
+/// Review finding 7: what the load hands out beyond the layout is judged:
+/// the IO buffers and maps, the shared region, the bridge, and each image's
+/// queues, semaphores and barrier groups.
+#[test]
+fn the_io_maps_shared_region_bridge_queues_semaphores_and_barriers_are_checked() {
+    let first = |m: &std::collections::BTreeMap<String, lncsim_model::load::Region>| m.keys().next().unwrap().clone();
+    reports_registered(
+        |d, _, _| {
+            let n = first(&d.input_info);
+            d.input_info.remove(&n);
+        },
+        &["input_info: neff.json's input", "is missing"],
+    );
+    reports_registered(
+        |d, _, _| {
+            let n = first(&d.output_info);
+            d.output_info.get_mut(&n).unwrap().pa += 64;
+        },
+        &["output_info ", "is not its IO buffer"],
+    );
+    reports_registered(
+        |d, _, _| {
+            let r = *d.output_info.values().next().unwrap();
+            d.input_info.insert("ghost".into(), r);
+        },
+        &["input_info: ghost is not a input neff.json names"],
+    );
+    reports_registered(
+        |d, _, _| {
+            let n = first(&d.input_info);
+            d.kelf_model.io.remove(&n);
+        },
+        &["but the load has no buffer for it"],
+    );
+    reports_registered(
+        |d, _, _| {
+            d.kelf_model.io.values_mut().next().unwrap().region.size += 1;
+        },
+        &["io ", "declared"],
+    );
+    reports_registered(
+        |d, _, _| {
+            d.kelf_model.io.values_mut().next().unwrap().region.pa += 4096;
+        },
+        &["is not a live allocation"],
+    );
+    reports_registered(|d, _, _| d.kelf_model.shared.as_mut().unwrap().size += 64, &["the shared region is"]);
+    reports_registered(|d, _, _| d.kelf_model.shared = None, &["no shared region, but a vnc_shared tmp-buf"]);
+    reports_registered(|d, _, _| d.kelf_model.tpbs.reverse(), &["bridge: 4 subgraphs on tpbs [3, 2, 1, 0]"]);
+    reports_registered(|d, _, _| d.kelf_model.h_model.0 += 1, &["sg00: H_MODEL"]);
+    reports_registered(|d, _, _| d.state = lncsim_model::load::DlrState::INIT, &["state 0 is not READY"]);
+    reports_registered(|_, m, _| m[1].image.semaphores += 1, &["sg01: ", "semaphores, def.json says"]);
+    reports_registered(
+        |_, m, _| {
+            m[2].image.barrier_groups.insert(99, vec![2]);
+        },
+        &["sg02: barrier groups"],
+    );
+    reports_registered(|_, m, _| m[0].image.queues.reverse(), &["sg00: queues", "def.json's order is"]);
+    reports_registered(|_, m, _| m[0].image.queues.push("q_extra".into()), &["sg00: queues"]);
+}
+
+/// Review finding 8: at READY every live allocation is a carve-out, an IO
+/// buffer or the shared region; a planted extra allocation (a double
+/// allocation the loader forgot) is a leak.
+#[test]
+fn a_live_allocation_the_load_does_not_own_is_a_leak() {
+    let mut planted = 0;
+    reports_registered(
+        |_, _, dev| planted = dev.mem_alloc(1, 4096, 4096).unwrap(),
+        &["belongs to no carve-out, IO buffer or the shared region (leaked)"],
+    );
+    assert!(planted > 0);
+    // A second allocation for the same carve-out, with the model pointing at the second.
+    reports_registered(
+        |_, m, dev| {
+            let c = m[0].carveout;
+            m[0].carveout.pa = dev.mem_alloc(0, c.size, 4096).unwrap();
+        },
+        &[&"leaked"],
+    );
+}

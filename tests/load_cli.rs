@@ -90,6 +90,11 @@ fn failures_exit_1_with_the_status_on_one_line() {
     assert_eq!((v["status"]["name"].as_str(), v["status"]["code"].as_u64()), (Some("NRT_RESOURCE"), Some(4)));
     assert!(err.starts_with(&format!("lncsim: error: {f}: NRT_RESOURCE(4): MEM_ALLOC_V2MT64 failed")), "{err}");
     assert_eq!(err.lines().count(), 1);
+    // Review finding 8: a failed load is followed by a leak check, in JSON and in text.
+    assert_eq!(v["leftovers"], serde_json::json!([]), "{out}");
+    let (code, out, _) = run(&["load", f, "--fail-alloc", "0"]);
+    assert_eq!(code, 1);
+    assert!(out.contains("leftovers none: no live allocation, no model registered, no vnc claimed"), "{out}");
     let (code, out, _) = run(&["load", f, "--fail-alloc", "1000"]);
     assert_eq!(code, 0, "a fault past the load's allocations changes nothing\n{out}");
     let junk = std::env::temp_dir().join(format!("lncsim-load-cli-{}-junk.neff", std::process::id()));

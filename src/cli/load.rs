@@ -10,8 +10,12 @@
 //! IO buffer, stream, ring and table against the NEFF and the device bytes,
 //! every staged range inside its allocation, no overlaps; the report says
 //! how many records were relocated and how many staged opaque (real ISA).
+//! The checker's registered-load rules judge the IO maps, the shared region,
+//! queues, semaphores and barrier groups too, and that every live allocation
+//! is the load's. A failed load is followed by a leak check: any live
+//! allocation, registered model or vnc claim left behind is listed.
 //! Exit 0 when the model is READY and the checker passes, else 1 with the
-//! runtime's status (or the checker's verdict) on one line.
+//! runtime's status (or the checker's verdict, or the leftovers) on one line.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -19,7 +23,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 use lncsim_model::codegen::VarKind;
-use lncsim_model::load::{CoreImage, DlrModel, Isa, LoadTrace, Model, Runtime, checker};
+use lncsim_model::load::checker_registered::check_registered;
+use lncsim_model::load::{CoreImage, Device, DlrModel, Isa, LoadTrace, Model, Runtime};
 use lncsim_model::neff::{Neff, NeffHeader, ReadOptions};
 use lncsim_sim::device::{FaultPlan, OpKind, SimDevice, keyed};
 use serde_json::{Value, json};
@@ -64,14 +69,19 @@ pub fn run(a: LoadArgs) -> Result<ExitCode, CliError> {
     let header = format!("device   {} physical cores in vncs of {lnc} ({} vncs)", a.cores, rt.num_vncs());
     // The checker reads the NEFF with the NEFF reader, not through the loader.
     let verdict: Option<Vec<String>> =
-        loaded.as_ref().map(|(_, models)| match Neff::parse(&bytes, &ReadOptions::default()) {
-            Ok(neff) => checker::check_models(rt.device(), &neff, models),
+        loaded.as_ref().map(|(dlr, models)| match Neff::parse(&bytes, &ReadOptions::default()) {
+            Ok(neff) => check_registered(rt.device(), &neff, dlr, models),
             Err(e) => vec![format!("the NEFF reader refuses the file the loader loaded: {e}")],
         });
+    // After a failed load, nothing may be left behind.
+    let leftovers: Option<Vec<String>> = result.is_err().then(|| leftovers(&rt));
     if a.json {
         let mut v = report_json(&a, lnc, &trace, result.as_ref().err(), loaded.as_ref());
         if let Some(bad) = &verdict {
             v["check"] = json!({"pass": bad.is_empty(), "violations": bad});
+        }
+        if let Some(left) = &leftovers {
+            v["leftovers"] = json!(left);
         }
         let text = serde_json::to_string_pretty(&v).map_err(|e| CliError::BadInput(e.to_string()))?;
         println!("{text}");
@@ -84,9 +94,19 @@ pub fn run(a: LoadArgs) -> Result<ExitCode, CliError> {
         if let Some(bad) = &verdict {
             print_verdict(bad);
         }
+        if let Some(left) = &leftovers {
+            print_leftovers(left);
+        }
     }
     match (result, verdict) {
-        (Err(e), _) => Err(CliError::CheckFailed(format!("{}: {e}", shown(&a.file)))),
+        (Err(e), _) => match leftovers.as_deref() {
+            Some([first, ..]) => Err(CliError::CheckFailed(format!(
+                "{}: {e}; and the failed load left {} thing(s) behind; first: {first}",
+                shown(&a.file),
+                leftovers.as_ref().map_or(0, Vec::len)
+            ))),
+            _ => Err(CliError::CheckFailed(format!("{}: {e}", shown(&a.file)))),
+        },
         (Ok(_), Some(bad)) if !bad.is_empty() => Err(CliError::CheckFailed(format!(
             "{}: READY, but the load checker found {} violation(s); first: {}",
             shown(&a.file),
@@ -112,10 +132,36 @@ fn keyed_alloc_fault(bytes: &[u8], cores: u32, lnc: u32, k: u64) -> FaultPlan {
     keyed(OpKind::MemAlloc, k, &log).map_or_else(FaultPlan::none, FaultPlan::one)
 }
 
+/// What a failed load left behind on `rt`: every live allocation, registered
+/// model, device-db model and vnc claim, one line each (empty = nothing).
+fn leftovers<D: Device>(rt: &Runtime<D>) -> Vec<String> {
+    let mut left: Vec<String> =
+        rt.device().allocations().iter().map(|(pa, size)| format!("live allocation {pa:#x}+{size:#x}")).collect();
+    left.extend(rt.registered().iter().map(|h| format!("model H_NN {} registered", h.0)));
+    left.extend(
+        rt.device_models().iter().map(|(tpb, h)| format!("model H_MODEL {} on tpb {tpb} in the device db", h.0)),
+    );
+    left.extend(
+        rt.vnc_usage().iter().enumerate().filter(|(_, c)| **c > 0).map(|(v, c)| format!("vnc {v} claimed {c} time(s)")),
+    );
+    left
+}
+
+fn print_leftovers(left: &[String]) {
+    if left.is_empty() {
+        println!("leftovers none: no live allocation, no model registered, no vnc claimed after the failed load");
+    } else {
+        println!("leftovers LEAK: the failed load left {} thing(s) behind", left.len());
+        for l in left {
+            println!("  {l}");
+        }
+    }
+}
+
 fn print_verdict(bad: &[String]) {
     if bad.is_empty() {
         println!(
-            "check    pass: every var, IO buffer, stream, ring and table staged as the NEFF says, inside its allocation, no overlaps"
+            "check    pass: every var, IO buffer, stream, ring and table staged as the NEFF says, inside its allocation, no overlaps; IO maps, queues, semaphores and barrier groups as the NEFF says; nothing leaked"
         );
     } else {
         println!("check    FAILED: {} violation(s)", bad.len());
@@ -280,4 +326,18 @@ fn report_json(
             .into();
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leftovers_list_what_a_failed_load_left_behind() {
+        let rt = Runtime::new(SimDevice::new(2, 1));
+        assert_eq!(leftovers(&rt), Vec::<String>::new());
+        // A planted leak: an allocation nobody freed.
+        let pa = rt.device().mem_alloc(1, 100, 64).unwrap();
+        assert_eq!(leftovers(&rt), vec![format!("live allocation {pa:#x}+0x64")]);
+    }
 }

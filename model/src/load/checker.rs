@@ -34,6 +34,11 @@
 //!   may overlap each other: the compiler reuses addresses of tensors whose
 //!   live intervals do not meet); no two live allocations overlap.
 //!
+//! [`super::checker_registered::check_registered`] adds the rules on what a
+//! load hands out beyond the layout (the registry value's IO maps, bridge
+//! and shared region; each image's queues, semaphores and barrier groups)
+//! and that the device holds nothing the load does not own.
+//!
 //! Cost: O(n log n) in vars + records + descriptors + tables + live
 //! allocations (lookups are by binary search or in ordered maps; overlaps by
 //! one sort and a sweep), plus the bytes it reads back. Images are borrowed,
@@ -647,7 +652,8 @@ fn overlaps(mut owned: Vec<Piece>) -> Vec<String> {
     bad
 }
 
-fn queue_indices(def: &DefJson) -> BTreeMap<String, u32> {
+/// Queue indices by name: `queue_index` when every queue has one, else name order.
+pub(super) fn queue_indices(def: &DefJson) -> BTreeMap<String, u32> {
     let explicit: Option<BTreeMap<String, u32>> = def
         .dma_queue
         .iter()

@@ -18,7 +18,7 @@
 use arbitrary::{Arbitrary, Unstructured};
 use serde_json::{Value, json};
 
-use super::checker::check_models;
+use super::checker_registered::check_registered;
 use super::device::Device;
 use super::runtime::Runtime;
 use super::tnc::CacheState;
@@ -337,7 +337,8 @@ pub fn nrt_load_case<D: FuzzDevice + Send + Sync>(base: &[u8], data: &[u8]) {
             let neff =
                 Neff::parse(&bytes, &ReadOptions::default()).unwrap_or_else(|e| panic!("READY but unreadable: {e}"));
             let models = rt.models(m.h_nn).unwrap_or_else(|e| panic!("READY without models: {e}; {}", at()));
-            let bad = check_models(rt.device(), &neff, &models);
+            let dlr = rt.dlr_model(m.h_nn).unwrap_or_else(|| panic!("READY but not registered; {}", at()));
+            let bad = check_registered(rt.device(), &neff, &dlr, &models);
             assert!(bad.is_empty(), "READY load fails the checker ({}): {}", at(), bad.join("; "));
             rt.nrt_unload(&m).unwrap_or_else(|e| panic!("unload failed: {e}; {}", at()));
         }

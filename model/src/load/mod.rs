@@ -23,6 +23,7 @@
 //! ```
 
 pub mod checker;
+pub mod checker_registered;
 pub mod device;
 pub mod error;
 pub mod fanout;

@@ -29,7 +29,7 @@ use lncsim_model::codegen::{CoreCode, VarKind, codegen, codegen_verified};
 use lncsim_model::dram::check_modules;
 use lncsim_model::ir::{Module, VerifiedModules};
 use lncsim_model::link::{LinkOptions, check_linked, check_linked_verified, link_verified, link_with};
-use lncsim_model::load::checker as load_checker;
+use lncsim_model::load::checker_registered::check_registered;
 use lncsim_model::load::{CoreImage, Isa, Runtime};
 use lncsim_model::neff::pack::pack_code;
 use lncsim_model::neff::{Neff, NeffHeader, PackOptions, ReadOptions};
@@ -597,11 +597,16 @@ fn execute_neff(
         Ok(format!("READY: H_NN {}, {} cores staged, {} B of HBM allocated", model.h_nn.0, models.len(), r.hbm_bytes)),
     );
     // The load checker (it shares no code with the loader) judges the READY layout.
-    let layout = match Neff::parse(bytes, &ReadOptions::default()) {
-        Ok(neff) => load_checker::check_models(rt.device(), &neff, &models),
-        Err(e) => vec![format!("the NEFF reader refuses the file the loader loaded: {e}")],
+    let layout = match (Neff::parse(bytes, &ReadOptions::default()), rt.dlr_model(model.h_nn)) {
+        (Ok(neff), Some(dlr)) => check_registered(rt.device(), &neff, &dlr, &models),
+        (Err(e), _) => vec![format!("the NEFF reader refuses the file the loader loaded: {e}")],
+        (_, None) => vec![format!("H_NN {} is READY but not registered", model.h_nn.0)],
     };
-    r.check("load layout: staged bytes inside their allocations, tables, IO sizes, no overlap", &[6], list(&layout));
+    r.check(
+        "load layout: staged bytes inside their allocations, tables, IO sizes, no overlap, queues, nothing leaked",
+        &[6],
+        list(&layout),
+    );
     let images: Vec<CoreImage> = models.into_iter().map(|m| m.image).collect();
     if let Some((total, shared)) = hbm {
         let name = "HBM accounting (shared bytes once) equals the loaded tensors' footprint on the device";
