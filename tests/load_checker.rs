@@ -1101,6 +1101,6 @@ fn a_live_allocation_the_load_does_not_own_is_a_leak() {
             let c = m[0].carveout;
             m[0].carveout.pa = dev.mem_alloc(0, c.size, 4096).unwrap();
         },
-        &[&"leaked"],
+        &["leaked"],
     );
 }

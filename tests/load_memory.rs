@@ -77,8 +77,11 @@ fn packed(cores: u32) -> Vec<u8> {
     pack_generated(&GenConfig::new(41, cores, SizeClass::Small)).unwrap()
 }
 
-/// `bytes` with `def` of subgraph `sg` edited by `f` and `extra` members added.
-fn edited(bytes: &[u8], edits: &[(&str, &dyn Fn(&mut Value))], extra: &[(&str, Vec<u8>)]) -> Vec<u8> {
+/// An edit of one JSON member: the member and what to do to it.
+type Edit<'a> = (&'a str, &'a dyn Fn(&mut Value));
+
+/// `bytes` with each JSON member of `edits` edited and `extra` members added.
+fn edited(bytes: &[u8], edits: &[Edit<'_>], extra: &[(&str, Vec<u8>)]) -> Vec<u8> {
     repack(bytes, |m, _| {
         for (member, f) in edits {
             let mut v: Value = serde_json::from_slice(m.get(member).unwrap()).unwrap();
@@ -154,8 +157,7 @@ fn too_many_subgraphs_are_refused_before_any_kbin_is_built() {
     let jsons: Vec<String> =
         neff.subgraphs.iter().map(|s| s.engines.iter().find_map(|e| e.json_member.clone()).unwrap()).collect();
     let add = |j: &mut Value| j["big_table"] = json!("big.bin");
-    let edits: Vec<(&str, &dyn Fn(&mut Value))> =
-        jsons.iter().map(|j| (j.as_str(), &add as &dyn Fn(&mut Value))).collect();
+    let edits: Vec<Edit<'_>> = jsons.iter().map(|j| (j.as_str(), &add as &dyn Fn(&mut Value))).collect();
     let names: Vec<String> = neff.subgraphs.iter().map(|s| format!("{}big.bin", s.dir)).collect();
     let bytes = {
         let extra: Vec<(&str, Vec<u8>)> = names.iter().map(|n| (n.as_str(), vec![0; 8 * MIB])).collect();
