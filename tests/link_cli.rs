@@ -208,3 +208,35 @@ fn linked_judges_a_given_linked_module_with_the_link_checker() {
     assert_eq!(run(&["link", "--modules", "a.bir", "--linked", "l.bir", "--link-dir", "d"]).0, 2);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn linked_judges_the_seed_renumbering_order_not_only_unique_dense_ids() {
+    let dir = tmp("judge-order");
+    let (paths, linked) = own_link(&dir);
+    let mut m = ir::parse(&linked).unwrap();
+    // Core 1's barriers take the first slots, core 0's the next: unique and
+    // dense, but not the seed's order (function order, then instruction order).
+    let count = |f: &ir::Function| f.insts.iter().filter(|i| matches!(i.op, ir::Op::CoreBarrier(_))).count() as u32;
+    let first = count(&m.functions[2]);
+    let mut next = [first, 0];
+    for (k, f) in m.functions.iter_mut().skip(1).enumerate() {
+        let order: Vec<ir::InstId> = f.order().collect();
+        for id in order {
+            if let ir::Op::CoreBarrier(b) = &mut f.insts[id.index()].op {
+                b.id = next[k];
+                next[k] += 1;
+            }
+        }
+    }
+    assert_eq!(next, [first + count(&m.functions[1]), first]);
+    let (code, out, err) = judge(&dir, &paths, "reversed", &ir::print(&m), false);
+    assert_eq!(code, 1, "{out}");
+    assert!(!out.contains("violation: Barrier: "), "the ids are unique and dense: {out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("violation: Renumbering: `nc0/")
+            && l.contains("was flagged: renumbering gives it slot 0, but it has id")),
+        "{out}"
+    );
+    assert!(err.contains("link checker: Renumbering: "), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -106,13 +106,15 @@ fn a_correct_hand_written_pair_passes_and_says_which_check_did_not_run() {
     for line in [
         "pass  [5] per-core modules run in a seeded barrier order (the reference outputs)",
         "pass  [1,2] link checker: barrier ids unique and dense, shared tensors unified",
+        // Seed 000 §7's renumbering order, as the program flow checks it.
+        "pass  [2] link: barriers flagged before linking renumbered in seed order, unflagged ones keep their ids",
         "pass  [2,5] linked module in a seeded dependency-respecting order gives the per-core run's outputs",
         "pass  [5] happens-before: no unsynchronised conflicting accesses",
         "pass  [5] simulated outputs equal the reference run's",
     ] {
         assert!(s.contains(line), "missing `{line}`: {s}");
     }
-    assert!(s.contains("result   PASS (13 checks, 1 not exercised)"), "{s}");
+    assert!(s.contains("result   PASS (14 checks, 1 not exercised)"), "{s}");
     std::fs::remove_dir_all(&d).unwrap();
 }
 
@@ -193,8 +195,12 @@ fn a_linked_module_runs_with_the_link_checks_not_applicable_and_its_race_named_b
         s.contains("n/a   [1,2] link checker: barrier ids unique and dense, shared tensors unified: not exercised"),
         "{s}"
     );
+    assert!(
+        s.contains("n/a   [2] link: barriers flagged before linking renumbered in seed order, unflagged ones keep their ids: not exercised"),
+        "{s}"
+    );
     assert!(s.contains("pass  [5] simulated outputs equal the reference run's"), "{s}");
-    assert!(s.contains("result   PASS (12 checks, 2 not exercised)"), "{s}");
+    assert!(s.contains("result   PASS (13 checks, 3 not exercised)"), "{s}");
     // Break it: the consumer's read moves to another engine and no longer waits for the barrier.
     let broken = module.replace(" after sync1:ctl", "").replace("cons0 = sp dma", "cons0 = act dma");
     assert_ne!(broken, module);
@@ -271,7 +277,8 @@ fn unplaced_per_core_modules_are_allocated_and_checked_and_run_like_their_progra
     assert!(o.status.success(), "{s}");
     assert!(s.contains("ok    allocate         split skipped; HBM 4096 B (shared counted once)"), "{s}");
     assert!(s.contains("pass  [1,3] IR checker: live tensors disjoint, floors, ceilings, shared = views"), "{s}");
-    assert!(s.contains("result   PASS (13 checks)"), "{s}");
+    assert!(s.contains("pass  [2] link: barriers flagged before linking renumbered in seed order"), "{s}");
+    assert!(s.contains("result   PASS (14 checks)"), "{s}");
     // The same modules, the same NEFF, the same simulation as the program they were split from.
     let hash = |t: &str| t.lines().find(|l| l.starts_with("sim ")).map(|l| l.rsplit(' ').next().unwrap().to_owned());
     let program = stdout(&lncsim(&d, &["run", "--no-times", "demo.bir"]));

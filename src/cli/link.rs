@@ -6,13 +6,17 @@
 //! allocation, anti-dependency passes, shared run, sync) and links the result; `lncsim link --modules A.bir B.bir ...` links
 //! per-core modules given as files. The output is the review summary (`#`
 //! lines) and the linked module in the text format; `--json` prints
-//! `{"report": ..., "module": "<text>"}` instead. The independent checker runs
-//! on every link: a violation fails the command (exit 1).
+//! `{"report": ..., "module": "<text>"}` instead. The independent checker
+//! and the barrier renumbering order check (below) run on every link: a
+//! violation fails the command (exit 1).
 //!
 //! `lncsim link --modules A.bir B.bir ... --linked L.bir` links nothing: it
 //! judges `L.bir`, a linked module written by another linker (or edited by
 //! hand), against the per-core inputs with the independent link checker
-//! (`link::checker::check_link`, no code shared with the linker), prints
+//! (`link::checker::check_link`, no code shared with the linker) and the
+//! barrier renumbering order of seed 000 §7 (`check_barrier_ids`: the
+//! inputs' flags say which barriers take the next slot, in function then
+//! instruction order; its findings print as `Renumbering: ...`), prints
 //! every violation and exits 1 on any. The tensor map is not in the text
 //! format, so it is not judged here (`check_linked` judges lncsim's own).
 
@@ -23,6 +27,7 @@ use clap::Args;
 use lncsim_model::ir;
 use lncsim_model::link::{LinkOptions, check_link, link_with};
 use lncsim_model::pipeline::{PipelineOptions, build_pipeline};
+use lncsim_sim::check::barrier_ids::check_barrier_ids;
 
 use super::files::check_output_dir;
 use super::{CliError, read_module, read_module_unchecked, shown};
@@ -36,7 +41,8 @@ pub struct LinkArgs {
     /// Link these per-core modules (text format, one module per file) instead of a program.
     #[arg(long, num_args = 1..)]
     pub modules: Vec<PathBuf>,
-    /// Judge this linked module (another linker's output) against --modules with the link checker instead of linking.
+    /// Judge this linked module (another linker's output) against --modules with the link checker and the
+    /// seed's barrier renumbering order instead of linking.
     #[arg(long, value_name = "FILE", requires = "modules", conflicts_with_all = ["file", "link_dir"])]
     pub linked: Option<PathBuf>,
     /// Split the program for this many cores instead of its lnc_size.
@@ -95,18 +101,28 @@ pub fn run(a: LinkArgs) -> Result<ExitCode, CliError> {
     if let Some(first) = violations.first() {
         return Err(CliError::CheckFailed(format!("link checker: {first} ({} violations)", violations.len())));
     }
+    if let Err(v) = check_barrier_ids(&modules, &linked.module) {
+        let first = v.first().map(String::as_str).unwrap_or_default();
+        return Err(CliError::CheckFailed(format!("barrier renumbering: {first} ({} violations)", v.len())));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
 /// `--linked L.bir`: the link checker's verdict on a given linked module.
 /// The linked file is parsed without the device check: the checker's own
-/// `verify` and rules judge it. Cost: the checker's, O((n + e + L) log (n + L)).
+/// `verify` and rules judge it. Cost: the checker's, O((n + e + L) log (n + L)),
+/// plus O(B log B) for the B barriers of the renumbering order.
 fn judge(modules: &[ir::Module], linked: &std::path::Path, json: bool) -> Result<ExitCode, CliError> {
     let name = shown(linked);
     let module = read_module_unchecked(linked)?;
-    let violations = check_link(modules, &module);
+    let mut violations: Vec<String> = check_link(modules, &module).iter().map(|v| v.to_string()).collect();
+    // The renumbering order (seed 000 §7), which the checker leaves open: the
+    // per-core inputs say which barriers were flagged before linking.
+    if let Err(v) = check_barrier_ids(modules, &module) {
+        violations.extend(v.into_iter().map(|e| format!("Renumbering: {e}")));
+    }
     if json {
-        let found: Vec<String> = violations.iter().map(|v| v.to_string()).collect();
+        let found = &violations;
         let v = serde_json::json!({
             "linked": name, "modules": modules.len(), "valid": violations.is_empty(), "violations": found,
         });

@@ -446,12 +446,7 @@ fn run_program(cfg: &RunConfig, program: &Module, lines: Option<&SourceLines>, r
         &[1, 2],
         list(&linked_proof.map_or_else(judge, |p| check_linked_verified(&per_core, p, &linked.tensor_map))),
     );
-    let name = "link: barriers flagged before linking renumbered in seed order, unflagged ones keep their ids";
-    match check_barrier_ids(&per_core, &linked.module) {
-        Ok(seen) if seen.barriers == 0 => r.not_exercised(name, &[2], "the linked module has no barrier".into()),
-        Ok(_) => r.check(name, &[2], Ok(())),
-        Err(v) => r.check(name, &[2], list(&v)),
-    }
+    barrier_ids_check(r, &per_core, &linked.module);
     let linked = &linked.module;
     // The linked module run engine by engine in a seeded order that respects
     // only its dependency edges and barriers: a lost or mis-mapped edge shows.
@@ -523,6 +518,21 @@ fn ir_check(r: &mut Rec<'_>, name: &'static str, modules: &[Module], v: &[lncsim
         );
     } else {
         r.check(name, &[1, 3], list(v));
+    }
+}
+
+/// The barrier-id check's name in the run report.
+const BARRIER_IDS_CHECK: &str =
+    "link: barriers flagged before linking renumbered in seed order, unflagged ones keep their ids";
+
+/// [`check_barrier_ids`] on a link of `per_core` (seed 000 §7's renumbering order), into the report.
+fn barrier_ids_check(r: &mut Rec<'_>, per_core: &[Module], linked: &Module) {
+    match check_barrier_ids(per_core, linked) {
+        Ok(seen) if seen.barriers == 0 => {
+            r.not_exercised(BARRIER_IDS_CHECK, &[2], "the linked module has no barrier".into())
+        }
+        Ok(_) => r.check(BARRIER_IDS_CHECK, &[2], Ok(())),
+        Err(v) => r.check(BARRIER_IDS_CHECK, &[2], list(&v)),
     }
 }
 

@@ -5,7 +5,10 @@
 //! barrier-order run (or the linked module's seeded dependency-order run),
 //! and the checks that need what the modules skip say so (`n/a`, never
 //! `pass`): the IR checker when lncsim's allocator did not place the
-//! modules, the link checker for a module already linked.
+//! modules, the link checker and the barrier-id renumbering check for a
+//! module already linked. Per-core modules get both link checks: the
+//! checker and the renumbering order of seed 000 §7 (`check_barrier_ids`,
+//! the same check the program flow runs).
 //!
 //! Cost: the stages' own (each is O(n log n) or documented where it lives);
 //! the glue here is O(n) in instructions and locations.
@@ -27,7 +30,7 @@ use lncsim_model::program::{Values, seeded_inputs_checked};
 use super::names::{Names, SourceLines};
 use super::outputs::compare;
 use super::report::Rec;
-use super::{RunConfig, execute_neff, list, record_count};
+use super::{BARRIER_IDS_CHECK, RunConfig, barrier_ids_check, execute_neff, list, record_count};
 
 const IR_CHECK: &str = "IR checker: live tensors disjoint, floors, ceilings, shared = views";
 const LINK_CHECK: &str = "link checker: barrier ids unique and dense, shared tensors unified";
@@ -200,6 +203,7 @@ pub(super) fn run_modules(cfg: &RunConfig, modules: &[Module], lines: Option<&So
     let judge = || check_linked(&per_core, &linked);
     let judge_verified = |p| check_linked_verified(&per_core, p, &linked.tensor_map);
     r.check(LINK_CHECK, &[1, 2], list(&linked_proof.map_or_else(judge, judge_verified)));
+    barrier_ids_check(r, &per_core, &linked.module);
     let linked = &linked.module;
     match &reference {
         Some(golden) => r.outputs_check(
@@ -248,6 +252,11 @@ pub(super) fn run_linked(cfg: &RunConfig, linked: &Module, lines: Option<&Source
     };
     r.not_exercised(IR_CHECK, &[1, 3], "a linked module: split, allocation and link were not run by lncsim".into());
     r.not_exercised(LINK_CHECK, &[1, 2], "a linked module: no per-core modules were given to judge the link".into());
+    r.not_exercised(
+        BARRIER_IDS_CHECK,
+        &[2],
+        "a linked module: no per-core modules tell which barriers were flagged before linking".into(),
+    );
     let reference = match run_linked_interleaved_verified(proof, &inputs, cfg.seed) {
         Ok(mut out) => {
             keep_written(std::slice::from_ref(linked), &mut out);
