@@ -961,3 +961,42 @@ func main
         assert!(has(&v, ViolationKind::Core, &format!("instruction `{name}`: operation differs")), "{op:?}: {v:#?}");
     }
 }
+
+/// A linked location keeps its tensor's usage (but for `fixOutputKind`'s
+/// output -> internal), shared flag and contents seed, and is no view; a
+/// folded queue keeps its type and owner engine: each change is reported.
+#[test]
+fn a_changed_usage_shared_flag_contents_or_queue_kind_is_reported() {
+    let (inputs, m) = linked4();
+    let find = |f: &dyn Fn(&MemoryLocation) -> bool| m.memlocs.iter().position(|l| f(l)).unwrap();
+    let shared = find(&|l| l.usage == Usage::Shared && l.remote_local_target.is_none());
+    let internal = find(&|l| l.usage == Usage::Internal);
+    let weight = find(&|l| l.usage == Usage::Weight && l.init.is_some());
+    let name = |k: usize| m.memlocs[k].name.to_string();
+    let edits: [(usize, &dyn Fn(&mut MemoryLocation), &str); 6] = [
+        (shared, &|l| l.usage = Usage::Internal, "with usage Internal (was Shared)"),
+        (internal, &|l| l.usage = Usage::Spill, "with usage Spill (was Internal)"),
+        (shared, &|l| l.is_shared_post_dram_alloc = false, "with shared flag false (was true)"),
+        (weight, &|l| l.init = l.init.map(|s| s ^ 1), "with contents seed"),
+        (weight, &|l| l.usage = Usage::Input, "with usage Input (was Weight)"),
+        (
+            internal,
+            &|l| l.remote_local_target = Some(RemoteLocalTarget { name: "x".into(), core: 1 }),
+            "with a remote target `x` on core 1 (was none)",
+        ),
+    ];
+    for (k, edit, want) in edits {
+        let mut broken = m.clone();
+        edit(&mut broken.memlocs[k]);
+        let v = check_link(&inputs, &broken);
+        let want = format!("`{}` became `{}` {want}", name(k), name(k));
+        assert!(has(&v, ViolationKind::Location, &want), "{want}: {v:#?}");
+    }
+    let mut queue = m.clone();
+    queue.queues[0].owner = if m.queues[0].owner == Engine::Act { Engine::Sp } else { Engine::Act };
+    let v = check_link(&inputs, &queue);
+    assert!(has(&v, ViolationKind::Queue, &format!("queue `{}`: type and owner", m.queues[0].name)), "{v:#?}");
+    let mut qtype = m.clone();
+    qtype.queues[0].qtype = if m.queues[0].qtype == QueueType::Static { QueueType::Dynamic } else { QueueType::Static };
+    assert!(has(&check_link(&inputs, &qtype), ViolationKind::Queue, "type and owner"));
+}

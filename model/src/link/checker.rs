@@ -10,7 +10,10 @@
 //! `cb_return_*` completion barrier and any `I-SQI-*` switches; one input
 //! tensor -> one linked location and one linked location -> one tensor (a
 //! view counts as its producer's tensor), named as the tensor or by the
-//! documented collision rename `<name>.nc<core>[.k]`; slot ids of the barriers flagged
+//! documented collision rename `<name>.nc<core>[.k]`, with the tensor's
+//! memory type, dtype, size, placement, usage (kept, but for
+//! `fixOutputKind`'s output -> internal), shared flag and contents seed, and
+//! no remote target; slot ids of the barriers flagged
 //! before linking plus the completion barriers unique and dense from 0, flags
 //! cleared, unflagged ids kept, every group arrived at exactly once by each
 //! participant; every shared tensor one location whose (address, partition,
@@ -19,7 +22,8 @@
 //! rename `<name>.nc<core>...`), the alias joining a producer-core write to a
 //! consumer of another core; no handoff target still an external output and
 //! every other written output still one; queues folded by name with the
-//! union of instances and the maximum semaphore count; every core function's
+//! inputs' (agreed) type and owner engine, the union of instances and the
+//! maximum semaphore count; every core function's
 //! dependency edges exactly its input's remapped plus the documented inserted
 //! ones (`checker/deps.rs`); sets and arguments in agreement with the locations,
 //! and (with [`check_linked`]) the tensor map too (`checker/sets.rs`).

@@ -44,6 +44,34 @@ fn starts_with_rename(linked: &str, name: &str, core: u32) -> bool {
     true
 }
 
+/// Whether an input location's usage may become `linked` in the location
+/// standing for its tensor: kept, except an output demoted to internal
+/// (`fixOutputKind`, seed 000 §5d: which outputs is [`Ck::outputs`]' check).
+fn usage_kept(input: Usage, linked: Usage) -> bool {
+    input == linked || (input == Usage::Output && linked == Usage::Internal)
+}
+
+/// What differs, besides type, size and placement, between a tensor's own
+/// input location `a` and the linked location `b` standing for it: the usage
+/// ([`usage_kept`]), the shared flag, the seeded contents, or `b` being a
+/// view (a unified location is no remote view). `None`: nothing.
+fn attributes_differ(a: &MemoryLocation, b: &MemoryLocation) -> Option<String> {
+    let mut why = Vec::new();
+    if !usage_kept(a.usage, b.usage) {
+        why.push(format!("usage {:?} (was {:?})", b.usage, a.usage));
+    }
+    if a.is_shared_post_dram_alloc != b.is_shared_post_dram_alloc {
+        why.push(format!("shared flag {} (was {})", b.is_shared_post_dram_alloc, a.is_shared_post_dram_alloc));
+    }
+    if a.init != b.init {
+        why.push(format!("contents seed {:?} (was {:?})", b.init, a.init));
+    }
+    if let Some(r) = &b.remote_local_target {
+        why.push(format!("a remote target `{}` on core {} (was none)", r.name, r.core));
+    }
+    (!why.is_empty()).then(|| why.join(", "))
+}
+
 impl<'a> Ck<'a> {
     /// The tensor an input location stands for (a view: its producer's tensor).
     pub(super) fn tid_of(&self, c: u32, id: MemLocId) -> Option<u32> {
@@ -97,6 +125,10 @@ impl<'a> Ck<'a> {
             let (Some(a), Some(b)) = (self.input_loc(c, il), self.linked.memlocs.get(ll.index())) else { continue };
             let sig = |l: &MemoryLocation| (l.mem_type, l.dtype, l.elem_count, l.address, l.partition, l.bank);
             let bad_sig = sig(a) != sig(b);
+            // The rest of the tensor's attributes, judged on its own location
+            // only (a view's entry maps to the same linked location as its
+            // producer's, which is judged there).
+            let bad_attrs = if a.remote_local_target.is_none() { attributes_differ(a, b) } else { None };
             // The tensor's name: the location's own, or (a view) its target's,
             // which is the view's remote name (a view has a tensor only when
             // a location of exactly that name is its target): read from the
@@ -106,13 +138,16 @@ impl<'a> Ck<'a> {
                 Some(r) => r.name.as_str(),
             };
             let bad_name = !renamed_as_documented(tensor, &b.name);
-            if bad_sig || bad_name {
+            if bad_sig || bad_name || bad_attrs.is_some() {
                 let mut found = Vec::new();
                 if bad_sig {
                     found.push(format!(
                         "core {c}'s `{}` became `{}` with different type, size or placement",
                         a.name, b.name
                     ));
+                }
+                if let Some(why) = bad_attrs {
+                    found.push(format!("core {c}'s `{}` became `{}` with {why}", a.name, b.name));
                 }
                 if bad_name {
                     found.push(format!(
@@ -345,28 +380,39 @@ impl<'a> Ck<'a> {
         }
     }
 
-    /// Queues folded by name: union of instances, maximum semaphores.
+    /// Queues folded by name: the inputs' type and owner engine, the union of
+    /// instances, the maximum semaphores.
     pub(super) fn queues(&mut self) {
-        let mut want: BTreeMap<&str, (BTreeSet<u32>, u32)> = BTreeMap::new();
+        // Per name: (instances, semaphores, every (type, owner) declared).
+        type Want = (BTreeSet<u32>, u32, BTreeSet<(QueueType, Engine)>);
+        let mut want: BTreeMap<&str, Want> = BTreeMap::new();
         for m in self.inputs.values() {
             for q in &m.queues {
                 let e = want.entry(q.name.as_str()).or_default();
                 e.0.extend(q.instances.iter().copied());
                 e.1 = e.1.max(q.semaphores);
+                e.2.insert((q.qtype, q.owner));
             }
         }
         let mut errs = Vec::new();
         let got: BTreeMap<&str, &DmaQueue> = self.linked.queues.iter().map(|q| (q.name.as_str(), q)).collect();
-        for (name, (inst, sems)) in &want {
-            match got.get(name) {
-                None => errs.push(format!("queue `{name}` is lost")),
-                Some(q) if q.instances.iter().copied().ne(inst.iter().copied()) || q.semaphores != *sems => {
-                    errs.push(format!(
-                        "queue `{name}`: instances {:?} sems {}, expected {inst:?} sems {sems}",
-                        q.instances, q.semaphores
-                    ));
-                }
-                Some(_) => {}
+        for (name, (inst, sems, kinds)) in &want {
+            let Some(q) = got.get(name) else {
+                errs.push(format!("queue `{name}` is lost"));
+                continue;
+            };
+            if q.instances.iter().copied().ne(inst.iter().copied()) || q.semaphores != *sems {
+                errs.push(format!(
+                    "queue `{name}`: instances {:?} sems {}, expected {inst:?} sems {sems}",
+                    q.instances, q.semaphores
+                ));
+            }
+            // The cores must agree (the linker refuses a conflict); the linked queue is theirs.
+            if kinds.len() != 1 || !kinds.contains(&(q.qtype, q.owner)) {
+                errs.push(format!(
+                    "queue `{name}`: type and owner {:?}/{:?}, the inputs declare {kinds:?}",
+                    q.qtype, q.owner
+                ));
             }
         }
         for name in got.keys().filter(|n| !want.contains_key(*n)) {
