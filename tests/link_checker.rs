@@ -1000,3 +1000,95 @@ fn a_changed_usage_shared_flag_contents_or_queue_kind_is_reported() {
     qtype.queues[0].qtype = if m.queues[0].qtype == QueueType::Static { QueueType::Dynamic } else { QueueType::Static };
     assert!(has(&check_link(&inputs, &qtype), ViolationKind::Queue, "type and owner"));
 }
+
+/// Per-core modules that declare aliases of their own (one between two
+/// private locations, one from a view): lncsim carries them.
+const ALIASED_0: &str = "module demo lnc 2 core 0
+loc x dram input i32[8] @0x0
+loc t dram shared i32[8] @0x100 shared_post_alloc
+loc p dram internal i32[8] @0x200
+loc q dram internal i32[8] @0x200
+alias q -> p may
+func main
+  block entry
+    a = dve relu x[0..8] -> t[0..8]
+    c = dve relu x[0..8] -> p[0..8]
+    cb = sp barrier group 0 cores 0,1 id 0 flagged after a:ctl
+";
+
+/// See [`ALIASED_0`].
+const ALIASED_1: &str = "module demo lnc 2 core 1
+loc t_in1 dram shared i32[8] @0x100 shared_post_alloc remote t core 0
+loc r dram internal i32[8] @0x300
+loc o dram output i32[8] @0x1000
+alias t_in1 -> r may
+func main
+  block entry
+    cb = sp barrier group 0 cores 0,1 id 0 flagged
+    b = sp dma t_in1[0..8] -> o[0..8] after cb:ctl
+";
+
+/// The linked aliases are exactly the handoffs plus the inputs' own (a
+/// valid link with carried aliases passes); a lost, weakened, added or
+/// reversed alias is reported, and so is a view whose surviving location
+/// changed an attribute or its remote target.
+#[test]
+fn aliases_are_exactly_the_handoffs_and_the_carried_ones_and_views_keep_their_attributes() {
+    let inputs: Vec<Module> = [ALIASED_0, ALIASED_1].iter().map(|t| ir::parse(t).unwrap()).collect();
+    let m = link(&inputs).unwrap();
+    assert_eq!(check_link(&inputs, &m), vec![], "carried aliases are no false alarm");
+    let id = |name: &str| m.loc_by_name(name).unwrap();
+    let (q, p, v, r, t) = (id("q"), id("p"), id("t_in1"), id("r"), id("t"));
+    assert_eq!(m.loc(q).aliases, vec![Alias { target: p, kind: AliasKind::May }]);
+
+    let mut lost = m.clone();
+    lost.memlocs[q.index()].aliases.clear();
+    let v1 = check_link(&inputs, &lost);
+    assert!(has(&v1, ViolationKind::Alias, "alias `q -> p May` (carried from an input) is lost"), "{v1:#?}");
+
+    let mut kind = m.clone();
+    kind.memlocs[v.index()].aliases.iter_mut().find(|a| a.target == r).unwrap().kind = AliasKind::Must;
+    let v2 = check_link(&inputs, &kind);
+    assert!(has(&v2, ViolationKind::Alias, "alias `t_in1 -> r Must` comes from no input alias"), "{v2:#?}");
+    assert!(has(&v2, ViolationKind::Alias, "alias `t_in1 -> r May` (carried from an input) is lost"), "{v2:#?}");
+
+    let mut reversed = m.clone();
+    reversed.memlocs[t.index()].aliases.push(Alias { target: v, kind: AliasKind::Must });
+    let v3 = check_link(&inputs, &reversed);
+    assert!(has(&v3, ViolationKind::Alias, "alias `t -> t_in1 Must` comes from no input alias"), "{v3:#?}");
+
+    // The surviving view: size, usage, remote target.
+    let edits: [(&dyn Fn(&mut MemoryLocation), &str); 3] = [
+        (&|l| l.elem_count = 7, "different type, size, placement, shared flag or contents seed"),
+        (&|l| l.usage = Usage::Internal, "usage Internal (expected Shared)"),
+        (
+            &|l| l.remote_local_target.as_mut().unwrap().name = "p".into(),
+            "remote target Some((\"p\", 0)) (expected `t` on core 0)",
+        ),
+    ];
+    for (edit, want) in edits {
+        let mut broken = m.clone();
+        edit(&mut broken.memlocs[v.index()]);
+        let found = check_link(&inputs, &broken);
+        let want = format!("view `t_in1` of core 1 survives as `t_in1` with {want}");
+        assert!(has(&found, ViolationKind::Alias, &want), "{want}: {found:#?}");
+    }
+}
+
+/// A view declared as an output is dangling IO: it survives as a spill
+/// (`io2Spill`), no false alarm; kept as an output it is reported.
+#[test]
+fn a_view_declared_as_io_survives_as_a_spill() {
+    let one = ALIASED_1.replace(
+        "loc t_in1 dram shared i32[8] @0x100 shared_post_alloc",
+        "loc t_in1 dram output i32[8] @0x100 shared_post_alloc",
+    );
+    let inputs: Vec<Module> = [ALIASED_0, one.as_str()].iter().map(|t| ir::parse(t).unwrap()).collect();
+    let mut m = link(&inputs).unwrap();
+    let v = m.loc_by_name("t_in1").unwrap();
+    assert_eq!(m.loc(v).usage, Usage::Spill);
+    assert_eq!(check_link(&inputs, &m), vec![]);
+    m.memlocs[v.index()].usage = Usage::Output;
+    let found = check_link(&inputs, &m);
+    assert!(has(&found, ViolationKind::Alias, "usage Output (expected Spill)"), "{found:#?}");
+}

@@ -20,7 +20,12 @@
 //! bank) equal the producer's and the view's before linking; every view kept
 //! as a location aliasing (must) the unified one (its name, or the documented
 //! rename `<name>.nc<core>...`), the alias joining a producer-core write to a
-//! consumer of another core; no handoff target still an external output and
+//! consumer of another core, the kept view with the view's attributes, its
+//! usage (a view declared input or output: spill, `io2Spill`) and a remote
+//! target naming the unified location on the producer core; the linked
+//! aliases exactly those handoffs plus every alias an input declared, carried
+//! between the locations standing for its ends (self-edges dropped, one per
+//! pair, the first kind kept); no handoff target still an external output and
 //! every other written output still one; queues folded by name with the
 //! inputs' (agreed) type and owner engine, the union of instances and the
 //! maximum semaphore count; every core function's
@@ -194,6 +199,10 @@ struct Ck<'a> {
     must_alias_in: Vec<(MemLocId, MemLocId)>,
     /// Per core: a bit per linked location written by that core's linked function.
     written: BTreeMap<u32, Vec<u64>>,
+    /// Per input core, per location: the linked location a view survives as
+    /// (aliasing its unified tensor), [`NONE`] when no view or not found;
+    /// filled by [`Ck::shared_and_aliases`].
+    view_locs: BTreeMap<u32, Vec<MemLocId>>,
 }
 
 /// Checks `linked` against the `inputs` it was linked from; returns every violation (empty: pass).
@@ -230,9 +239,11 @@ fn check(inputs: &[Module], linked: &Module, proven: bool) -> Vec<LinkViolation>
         core_names: BTreeMap::new(),
         must_alias_in: Vec::new(),
         written: BTreeMap::new(),
+        view_locs: BTreeMap::new(),
     };
     for (&c, m) in &ck.inputs {
         ck.loc_map.rows.insert(c, vec![NONE; m.memlocs.len()]);
+        ck.view_locs.insert(c, vec![NONE; m.memlocs.len()]);
     }
     if !ck.indices() {
         return ck.out;
@@ -276,6 +287,7 @@ fn check(inputs: &[Module], linked: &Module, proven: bool) -> Vec<LinkViolation>
     ck.locations();
     ck.barriers(&funcs);
     ck.shared_and_aliases(&funcs);
+    ck.aliases();
     ck.outputs();
     ck.queues();
     ck.edges(&funcs);

@@ -41,7 +41,7 @@ fn external(l: &MemoryLocation) -> bool {
 
 impl<'a> Ck<'a> {
     /// The linked location standing for core `c`'s location `id`: from its accesses, else by name.
-    fn resolve(&self, c: u32, id: MemLocId) -> Option<MemLocId> {
+    pub(super) fn resolve(&self, c: u32, id: MemLocId) -> Option<MemLocId> {
         if let Some(l) = self.loc_map.get(c, id) {
             return Some(l);
         }

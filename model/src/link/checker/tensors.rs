@@ -72,6 +72,31 @@ fn attributes_differ(a: &MemoryLocation, b: &MemoryLocation) -> Option<String> {
     (!why.is_empty()).then(|| why.join(", "))
 }
 
+/// What differs between an input view `v` and the linked location `s` it
+/// survives as (`copyAllocs2Func`, `buildMainAliases`, seed 000 §4a, §5c): `s`
+/// keeps every attribute of `v` (type, size, placement, shared flag, contents
+/// seed), its usage but for a view declared as input or output, which becomes
+/// a spill (`io2Spill`), and remotes to the unified location `unified` on the
+/// producer core `core`. `None`: nothing.
+fn view_differs(v: &MemoryLocation, s: &MemoryLocation, unified: &str, core: u32) -> Option<String> {
+    let attrs = |l: &MemoryLocation| {
+        (l.mem_type, l.dtype, l.elem_count, l.address, l.partition, l.bank, l.is_shared_post_dram_alloc, l.init)
+    };
+    let mut why = Vec::new();
+    if attrs(v) != attrs(s) {
+        why.push("different type, size, placement, shared flag or contents seed".to_string());
+    }
+    let usage = if matches!(v.usage, Usage::Input | Usage::Output) { Usage::Spill } else { v.usage };
+    if s.usage != usage {
+        why.push(format!("usage {:?} (expected {usage:?})", s.usage));
+    }
+    let remote = s.remote_local_target.as_ref().map(|r| (r.name.as_str(), r.core));
+    if remote != Some((unified, core)) {
+        why.push(format!("remote target {remote:?} (expected `{unified}` on core {core})"));
+    }
+    (!why.is_empty()).then(|| why.join(", "))
+}
+
 impl<'a> Ck<'a> {
     /// The tensor an input location stands for (a view: its producer's tensor).
     pub(super) fn tid_of(&self, c: u32, id: MemLocId) -> Option<u32> {
@@ -276,6 +301,8 @@ impl<'a> Ck<'a> {
     /// Every handoff: one location at the synced address, the view kept as a must-alias.
     pub(super) fn shared_and_aliases(&mut self, funcs: &BTreeMap<u32, FuncId>) {
         let mut errs: Vec<(ViolationKind, String)> = Vec::new();
+        // (core, view, the linked location it survives as).
+        let mut survivors: Vec<(u32, usize, MemLocId)> = Vec::new();
         let place = |l: &MemoryLocation| (l.address, l.partition, l.bank);
         for (&c, m) in &self.inputs {
             for (vi, v) in m.memlocs.iter().enumerate() {
@@ -300,7 +327,8 @@ impl<'a> Ck<'a> {
                         }
                     },
                 };
-                let u = &self.linked.memlocs[unified.index()];
+                let linked = self.linked;
+                let u = &linked.memlocs[unified.index()];
                 if place(u) != place(t) || place(u) != place(v) {
                     let msg = format!(
                         "shared `{}`: linked placement {:?}, producer had {:?}, view `{}` had {:?}",
@@ -312,13 +340,25 @@ impl<'a> Ck<'a> {
                     );
                     errs.push((ViolationKind::Shared, msg));
                 }
-                let has_alias = self.must_aliases_to(unified).any(|s| {
-                    let n = &self.linked.memlocs[s.index()].name;
+                // The view survives as the location of its name (or the
+                // documented rename) with a must-alias to the unified one.
+                let survivor = self.must_aliases_to(unified).find(|&s| {
+                    let n = &linked.memlocs[s.index()].name;
                     s != unified && (*n == v.name || starts_with_rename(n, &v.name, c))
                 });
-                if !has_alias {
-                    let msg = format!("view `{}` of core {c} lost its must-alias to `{}`", v.name, u.name);
-                    errs.push((ViolationKind::Alias, msg));
+                match survivor {
+                    None => {
+                        let msg = format!("view `{}` of core {c} lost its must-alias to `{}`", v.name, u.name);
+                        errs.push((ViolationKind::Alias, msg));
+                    }
+                    Some(s) => {
+                        survivors.push((c, vi, s));
+                        let sv = &linked.memlocs[s.index()];
+                        if let Some(why) = view_differs(v, sv, &u.name, r.core) {
+                            let msg = format!("view `{}` of core {c} survives as `{}` with {why}", v.name, sv.name);
+                            errs.push((ViolationKind::Alias, msg));
+                        }
+                    }
                 }
                 let producer_writes = funcs.contains_key(&r.core) && self.writes(r.core, unified);
                 if r.core == c || !producer_writes {
@@ -330,8 +370,114 @@ impl<'a> Ck<'a> {
                 }
             }
         }
+        for (c, vi, s) in survivors {
+            if let Some(slot) = self.view_locs.get_mut(&c).and_then(|r| r.get_mut(vi)) {
+                *slot = s;
+            }
+        }
         for (k, e) in errs {
             self.bad(k, e);
+        }
+    }
+
+    /// The linked location standing for exactly core `c`'s location `id`
+    /// (`own_map`): a view's surviving location, else the tensor's location
+    /// (from accesses, else by name).
+    pub(super) fn own(&self, c: u32, id: MemLocId) -> Option<MemLocId> {
+        let l = self.input_loc(c, id)?;
+        if l.remote_local_target.is_some() {
+            return self.view_locs.get(&c)?.get(id.index()).copied().filter(|&s| s != super::NONE);
+        }
+        self.resolve(c, id)
+    }
+
+    /// The linked aliases are exactly the handoffs (every surviving view ->
+    /// its unified location, must) plus every alias an input declared,
+    /// carried between the locations standing for its two ends, self-edges
+    /// dropped, one edge per pair of locations, the first kind kept
+    /// (`buildMainAliases`, seed 000 §5c). A handoff alias that is missing was
+    /// reported by [`Ck::shared_and_aliases`]. Cost: O(A log A) for A aliases.
+    pub(super) fn aliases(&mut self) {
+        let mut errs = Vec::new();
+        // ((from, to), order, kind, a handoff): first of each pair wins.
+        let mut want: Vec<((MemLocId, MemLocId), usize, AliasKind, bool)> = Vec::new();
+        for (&c, m) in &self.inputs {
+            for (vi, v) in m.memlocs.iter().enumerate() {
+                if v.remote_local_target.is_none() {
+                    continue;
+                }
+                let id = MemLocId::from_index(vi);
+                let (Some(s), Some(&[u])) = (self.own(c, id), self.tid_of(c, id).map(|t| self.linked_of(t))) else {
+                    continue;
+                };
+                want.push(((s, u), want.len(), AliasKind::Must, true));
+            }
+        }
+        for (&c, m) in &self.inputs {
+            for (i, l) in m.memlocs.iter().enumerate() {
+                for a in &l.aliases {
+                    let from = self.own(c, MemLocId::from_index(i));
+                    let to = self.own(c, a.target);
+                    match (from, to) {
+                        (Some(f), Some(t)) if f != t => want.push(((f, t), want.len(), a.kind, false)),
+                        (Some(_), Some(_)) => {}
+                        _ => {
+                            let to_name = m.memlocs.get(a.target.index()).map_or("?", |t| t.name.as_str());
+                            errs.push(format!(
+                                "core {c}'s alias `{} -> {to_name}` has no linked location at one end",
+                                l.name
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        want.sort_unstable_by_key(|w| (w.0, w.1));
+        want.dedup_by_key(|w| w.0);
+        let mut want: Vec<(MemLocId, MemLocId, AliasKind, bool)> =
+            want.into_iter().map(|((f, t), _, k, h)| (f, t, k, h)).collect();
+        want.sort_unstable_by_key(|w| (w.0, w.1, w.2));
+        let linked = self.linked;
+        let mut got: Vec<(MemLocId, MemLocId, AliasKind)> = Vec::new();
+        for (i, l) in linked.memlocs.iter().enumerate() {
+            got.extend(l.aliases.iter().map(|a| (MemLocId::from_index(i), a.target, a.kind)));
+        }
+        got.sort_unstable();
+        let name = |id: MemLocId| linked.memlocs.get(id.index()).map_or("?", |l| l.name.as_str());
+        let (mut w, mut g) = (0, 0);
+        while w < want.len() || g < got.len() {
+            let wk = want.get(w).map(|x| (x.0, x.1, x.2));
+            match (wk, got.get(g).copied()) {
+                (Some(a), Some(b)) if a == b => {
+                    w += 1;
+                    g += 1;
+                }
+                (Some(a), b) if b.is_none_or(|b| a < b) => {
+                    // A lost handoff is reported by `shared_and_aliases`.
+                    if !want[w].3 {
+                        errs.push(format!(
+                            "alias `{} -> {} {:?}` (carried from an input) is lost",
+                            name(a.0),
+                            name(a.1),
+                            a.2
+                        ));
+                    }
+                    w += 1;
+                }
+                (_, Some(b)) => {
+                    errs.push(format!(
+                        "alias `{} -> {} {:?}` comes from no input alias or handoff",
+                        name(b.0),
+                        name(b.1),
+                        b.2
+                    ));
+                    g += 1;
+                }
+                (_, None) => w += 1,
+            }
+        }
+        for e in errs {
+            self.bad(ViolationKind::Alias, e);
         }
     }
 
