@@ -30,8 +30,11 @@
 //! inputs' (agreed) type and owner engine, the union of instances and the
 //! maximum semaphore count; every core function's
 //! dependency edges exactly its input's remapped plus the documented inserted
-//! ones (`checker/deps.rs`); sets and arguments in agreement with the locations,
-//! and (with [`check_linked`]) the tensor map too (`checker/sets.rs`).
+//! ones (`checker/deps.rs`); every set (of any name; a set name carries no
+//! usage rule) and every function's arguments exactly what the inputs
+//! declared, mapped to the linked locations, minus the locations that
+//! stopped being IO (an internal argument stays), and (with
+//! [`check_linked`]) the tensor map too (`checker/sets.rs`).
 //!
 //! Cost: O(n log n + e log e + L log L) for n instructions, e edges and L
 //! locations, with no hash-table probe per instruction or location: each

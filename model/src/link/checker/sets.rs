@@ -1,16 +1,27 @@
 //! The link checker's set, argument and tensor-map checks (issue 12 §3):
 //! each agrees with the linked locations.
 //!
-//! - Sets: the linked module has one set per set name of the inputs; the
-//!   sets `inputs`, `weights` and `outputs` hold only locations of that
-//!   usage that are not views (a demoted intermediate left in `outputs` is
-//!   reported), and hold every still-external location an input core listed
-//!   in its set of that name (resolved by access, else by name), and nothing
-//!   no input listed.
-//! - Arguments: a core function's arguments are exactly the still-external
-//!   linked locations of its input function's non-view arguments; the
-//!   dispatcher's are exactly the union of the core functions' (no duplicate,
-//!   every one external).
+//! A location *left IO* when the input location was an input, weight or
+//! output (a view or not) and the location standing for it in the linked
+//! module no longer has that usage: an output demoted by `fixOutputKind`, a
+//! view declared as IO turned spill by `io2Spill` (both judged by the
+//! location checks). The linker drops such locations from every set and
+//! argument list (`link/outputs.rs`), so these checks expect them gone.
+//!
+//! - Sets: the linked module has one set per set name of the inputs, each
+//!   holding, with no repeat, exactly the locations standing for what some
+//!   input core listed in its set of that name (a view: the location it
+//!   survives as), minus the ones that left IO. A set name carries no usage
+//!   rule: neither the IR verifier nor the linker gives `inputs`, `weights`
+//!   or `outputs` a meaning, so a program may list an internal tensor in
+//!   `outputs` (choice, issue F4). A member no input listed is reported with
+//!   its usage when it does not fit the name of one of those three sets.
+//! - Arguments: a core function's arguments are, with no repeat, exactly the
+//!   locations standing for its input function's non-view arguments, minus
+//!   the ones that left IO (an internal argument stays: seed 000 §5b binds a
+//!   function's arguments through its sets and drops only dangling IO,
+//!   `io2Spill`; issue F3); the dispatcher's are exactly the union of the
+//!   core functions' (no repeat).
 //! - Tensor map ([`check_tensor_map`]): one entry per external location of
 //!   the linked module, keyed by its name, whose fields are the location's
 //!   (the numpy dtype name, the element count, the weight file, SBUF, kind),
@@ -24,7 +35,7 @@ use super::{Ck, LinkViolation, ViolationKind};
 use crate::ir::*;
 use crate::link::TensorMap;
 
-/// The usage a set of this name holds, for the three sets with a meaning.
+/// The usage a set of this name suggests, for the three sets with a conventional meaning.
 fn set_usage(name: &str) -> Option<Usage> {
     match name {
         "inputs" => Some(Usage::Input),
@@ -49,24 +60,28 @@ impl<'a> Ck<'a> {
         self.linked_names().get(l.name.as_str()).copied()
     }
 
+    /// The linked location standing for exactly core `c`'s location `id`
+    /// ([`Ck::own`]), unless it left IO (module doc).
+    fn kept_io(&self, c: u32, id: MemLocId) -> Option<MemLocId> {
+        let input = self.inputs.get(&c)?.memlocs.get(id.index())?;
+        let l = self.own(c, id)?;
+        let io = matches!(input.usage, Usage::Input | Usage::Weight | Usage::Output);
+        let left = io && self.linked.memlocs.get(l.index()).is_some_and(|x| x.usage != input.usage);
+        (!left).then_some(l)
+    }
+
     /// The set checks in the module doc.
     pub(super) fn sets(&mut self) {
         let linked = self.linked;
         let mut errs = Vec::new();
         let mut want_names: BTreeSet<&str> = BTreeSet::new();
-        // Set name -> linked locations some input listed there (non-views only).
+        // Set name -> the linked locations standing for what some input listed there.
         let mut listed: BTreeMap<&str, BTreeSet<MemLocId>> = BTreeMap::new();
         for (&c, m) in &self.inputs {
             for s in &m.sets {
                 want_names.insert(s.name.as_str());
                 let e = listed.entry(s.name.as_str()).or_default();
-                for &id in &s.locs {
-                    if m.memlocs.get(id.index()).is_some_and(|l| l.remote_local_target.is_none())
-                        && let Some(l) = self.resolve(c, id)
-                    {
-                        e.insert(l);
-                    }
-                }
+                e.extend(s.locs.iter().filter_map(|&id| self.kept_io(c, id)));
             }
         }
         let mut got_names: BTreeSet<&str> = BTreeSet::new();
@@ -74,34 +89,26 @@ impl<'a> Ck<'a> {
             if !got_names.insert(s.name.as_str()) {
                 errs.push(format!("set `{}` appears twice", s.name));
             }
-            let Some(usage) = set_usage(&s.name) else { continue };
             let members: BTreeSet<MemLocId> = s.locs.iter().copied().collect();
             if members.len() != s.locs.len() {
                 errs.push(format!("set `{}` lists a location twice", s.name));
             }
-            for &id in &members {
-                let l = &linked.memlocs[id.index()];
-                if l.usage != usage || l.remote_local_target.is_some() {
-                    errs.push(format!(
-                        "set `{}` holds `{}`, a {:?} location{}",
-                        s.name,
-                        l.name,
-                        l.usage,
-                        if l.remote_local_target.is_some() { " (a view)" } else { "" }
-                    ));
-                }
-            }
             let want = listed.get(s.name.as_str());
             for &id in want.into_iter().flatten() {
-                let l = &linked.memlocs[id.index()];
-                if l.usage == usage && external(l) && !members.contains(&id) {
-                    errs.push(format!("set `{}` lost `{}`", s.name, l.name));
+                if !members.contains(&id) {
+                    errs.push(format!("set `{}` lost `{}`", s.name, linked.memlocs[id.index()].name));
                 }
             }
             for &id in &members {
                 if !want.is_some_and(|w| w.contains(&id)) {
-                    let name = &linked.memlocs[id.index()].name;
-                    errs.push(format!("set `{}` holds `{name}`, which no input listed there", s.name));
+                    let l = &linked.memlocs[id.index()];
+                    let unfit = set_usage(&s.name).is_some_and(|u| l.usage != u || l.remote_local_target.is_some());
+                    let what = match (unfit, l.remote_local_target.is_some()) {
+                        (false, _) => String::new(),
+                        (true, false) => format!(", a {:?} location", l.usage),
+                        (true, true) => format!(", a {:?} location (a view)", l.usage),
+                    };
+                    errs.push(format!("set `{}` holds `{}`{what}, which no input listed there", s.name, l.name));
                 }
             }
         }
@@ -126,8 +133,7 @@ impl<'a> Ck<'a> {
                 .args
                 .iter()
                 .filter(|a| m.memlocs.get(a.index()).is_some_and(|l| l.remote_local_target.is_none()))
-                .filter_map(|&a| self.resolve(c, a))
-                .filter(|l| external(&linked.memlocs[l.index()]))
+                .filter_map(|&a| self.kept_io(c, a))
                 .collect();
             let lf = &linked.functions[fid.index()];
             let got: BTreeSet<MemLocId> = lf.args.iter().copied().collect();
@@ -145,11 +151,6 @@ impl<'a> Ck<'a> {
             let got: BTreeSet<MemLocId> = d.args.iter().copied().collect();
             if got.len() != d.args.len() {
                 errs.push("the dispatcher lists an argument twice".into());
-            }
-            for id in &got {
-                if !external(&linked.memlocs[id.index()]) {
-                    errs.push(format!("dispatcher argument `{}` is not an external tensor", name(id)));
-                }
             }
             if got != union {
                 let missing: Vec<&str> = union.difference(&got).map(name).collect();
