@@ -1151,3 +1151,39 @@ fn a_view_declared_as_io_survives_as_a_spill() {
     let found = check_link(&inputs, &m);
     assert!(has(&found, ViolationKind::Alias, "usage Output (expected Spill)"), "{found:#?}");
 }
+
+/// The completion barriers meet as one group of every core, a group no input
+/// barrier uses: a completion barrier made core-local (each core alone in a
+/// fresh group of its own, which every per-group check accepts) is reported,
+/// and so is a completion group that an input barrier already uses.
+#[test]
+fn the_completion_barriers_are_one_group_of_every_core_apart_from_the_inputs() {
+    let (inputs, m) = linked4();
+    let cbs: Vec<(usize, usize)> = (1..m.functions.len())
+        .map(|fi| (fi, m.functions[fi].insts.iter().position(|i| i.name.starts_with("cb_return_")).unwrap()))
+        .collect();
+    let edit = |f: &dyn Fn(usize, &mut CoreBarrier)| {
+        let mut broken = m.clone();
+        for (c, &(fi, k)) in cbs.iter().enumerate() {
+            let Op::CoreBarrier(b) = &mut broken.functions[fi].insts[k].op else { unreachable!() };
+            f(c, b);
+        }
+        check_link(&inputs, &broken)
+    };
+    let local = edit(&|c, b| {
+        b.group = 100 + c as u32;
+        b.participants = vec![c as u32];
+    });
+    assert!(!local.iter().any(|x| x.msg.contains("arrivals from")), "each local group is complete: {local:#?}");
+    assert!(
+        has(&local, ViolationKind::Barrier, "completion barriers are in groups {100, 101, 102, 103}: one group"),
+        "{local:#?}"
+    );
+    let want = "completion barrier `nc1/cb_return_call_def_1_instance_0` has participants [1], expected every core [0, 1, 2, 3]";
+    assert!(has(&local, ViolationKind::Barrier, want), "{local:#?}");
+    let reused = edit(&|_, b| b.group = 0);
+    assert!(
+        has(&reused, ViolationKind::Barrier, "completion barrier group 0 is also an input barrier's group"),
+        "{reused:#?}"
+    );
+}

@@ -16,7 +16,9 @@
 //! no remote target; slot ids of the barriers flagged
 //! before linking plus the completion barriers unique and dense from 0, flags
 //! cleared, unflagged ids kept, every group arrived at exactly once by each
-//! participant; every shared tensor one location whose (address, partition,
+//! participant, the completion barriers one group of every input core that
+//! no input barrier uses (the order of the slot ids is `check_barrier_ids`'
+//! in the simulator crate); every shared tensor one location whose (address, partition,
 //! bank) equal the producer's and the view's before linking; every view kept
 //! as a location aliasing (must) the unified one (its name, or the documented
 //! rename `<name>.nc<core>...`), the alias joining a producer-core write to a

@@ -224,6 +224,8 @@ impl<'a> Ck<'a> {
     pub(super) fn barriers(&mut self, funcs: &BTreeMap<u32, FuncId>) {
         // (slot id, function name, instruction name): `function/instruction` is formatted only for a report.
         let mut renumbered: Vec<(u32, &str, &str)> = Vec::new();
+        // The inserted completion barriers: (barrier, function name, instruction name).
+        let mut completions: Vec<(&CoreBarrier, &str, &str)> = Vec::new();
         let mut errs = Vec::new();
         for (&c, &fid) in funcs {
             let Some(src) = self.input_fn(c) else { continue };
@@ -253,12 +255,14 @@ impl<'a> Ck<'a> {
             for n in inserted_cbs {
                 if let Op::CoreBarrier(b) = &n.op {
                     renumbered.push((b.id, lf.name.as_str(), n.name.as_str()));
+                    completions.push((b, lf.name.as_str(), n.name.as_str()));
                     if b.flagged {
                         errs.push(format!("completion barrier `{}` is still flagged", n.name));
                     }
                 }
             }
         }
+        self.completion_barriers(&completions, &mut errs);
         let path = |r: &(u32, &str, &str)| format!("{}/{}", r.1, r.2);
         // By id, then (ties only: a duplicate id, reported) by `function/instruction`.
         renumbered.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| path(a).cmp(&path(b))));
@@ -295,6 +299,41 @@ impl<'a> Ck<'a> {
         }
         for e in errs {
             self.bad(ViolationKind::Barrier, e);
+        }
+    }
+
+    /// The completion barriers (`fpassInsertReturns`, seed 000 §5a: each core
+    /// function "emits a barrier that makes the merged call graph
+    /// synchronizable"): all in one group, which no input barrier uses, each
+    /// with every input core as its participants, so every core's return
+    /// waits for every other core's work. Cost: O(B log B) for B barriers.
+    fn completion_barriers(&self, cbs: &[(&CoreBarrier, &str, &str)], errs: &mut Vec<String>) {
+        let input_groups: BTreeSet<u32> = self
+            .inputs
+            .values()
+            .flat_map(|m| m.functions.iter().flat_map(|f| &f.insts))
+            .filter_map(|i| match &i.op {
+                Op::CoreBarrier(b) => Some(b.group),
+                _ => None,
+            })
+            .collect();
+        let groups: BTreeSet<u32> = cbs.iter().map(|c| c.0.group).collect();
+        if groups.len() > 1 {
+            errs.push(format!("completion barriers are in groups {groups:?}: one group shared by every core"));
+        }
+        for g in groups.intersection(&input_groups) {
+            errs.push(format!("completion barrier group {g} is also an input barrier's group"));
+        }
+        let cores: Vec<u32> = self.inputs.keys().copied().collect();
+        for (b, f, n) in cbs {
+            let mut parts = b.participants.clone();
+            parts.sort_unstable();
+            if parts != cores {
+                errs.push(format!(
+                    "completion barrier `{f}/{n}` has participants {:?}, expected every core {cores:?}",
+                    b.participants
+                ));
+            }
         }
     }
 
