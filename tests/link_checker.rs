@@ -849,31 +849,29 @@ fn a_copied_barrier_with_other_participants_and_a_non_weight_in_weights_are_repo
 }
 
 /// A switch the input itself holds is copied with its instance and its queue.
+/// (The program switches queue 0 before any DMA on it, so the linker inserts
+/// no switch of its own for that queue: the fixture is lncsim's link of it.)
 #[test]
 fn a_copied_switch_with_another_instance_is_reported() {
-    let (mut inputs, mut m) = linked4();
+    let (mut inputs, _) = linked4();
     let q = QueueId::from_index(0);
-    let switch = |f: &mut Function, instance: u32| {
-        let mut sw = Inst::new("sw_user", Engine::Sp, Op::SwitchQueueInstance { queue: q, instance });
-        sw.core = f.insts.first().and_then(|i| i.core);
-        f.insts.push(sw);
-        let id = InstId::from_index(f.insts.len() - 1);
-        f.blocks[0].insts.insert(0, id);
-        f.canonicalize();
-    };
-    // The linked copy, and the completion barrier's control edge from it (a new sink).
-    let copy = |f: &mut Function, instance: u32| {
-        switch(f, instance);
-        let sw = f.inst_by_name("sw_user").unwrap();
-        let cb = f.insts.iter().position(|i| i.name.starts_with("cb_return_")).unwrap();
-        f.insts[cb].deps.push(Dep { inst: sw, kind: EdgeKind::Control });
-    };
+    let f = &mut inputs[1].functions[0];
+    let mut sw = Inst::new("sw_user", Engine::Sp, Op::SwitchQueueInstance { queue: q, instance: 0 });
+    sw.core = f.insts.first().and_then(|i| i.core);
+    f.insts.push(sw);
+    let id = InstId::from_index(f.insts.len() - 1);
+    f.blocks[0].insts.insert(0, id);
+    f.canonicalize();
+    let mut m = link(&inputs).unwrap();
+    assert_eq!(check_link(&inputs, &m), vec![]);
     let fi = core_function(&m, 1);
-    switch(&mut inputs[1].functions[0], 0);
-    let mut same = m.clone();
-    copy(&mut same.functions[fi], 0);
-    assert_eq!(check_link(&inputs, &same), vec![]);
-    copy(&mut m.functions[fi], 1);
+    let qname = &inputs[1].queues[0].name;
+    let inserted = format!("I-SQI-{qname}-");
+    assert!(!m.functions[fi].insts.iter().any(|i| i.name.starts_with(&inserted)), "the program chose");
+    let k = m.functions[fi].inst_by_name("sw_user").unwrap();
+    if let Op::SwitchQueueInstance { instance, .. } = &mut m.functions[fi].insts[k.index()].op {
+        *instance = 1;
+    }
     let v = check_link(&inputs, &m);
     assert!(has(&v, ViolationKind::Core, "instruction `sw_user`: operation differs"), "{v:#?}");
 }
@@ -1186,4 +1184,62 @@ fn the_completion_barriers_are_one_group_of_every_core_apart_from_the_inputs() {
         has(&reused, ViolationKind::Barrier, "completion barrier group 0 is also an input barrier's group"),
         "{reused:#?}"
     );
+}
+
+/// `gen --seed 3 --cores 2`, split and linked (the review's `L.bir`): `(inputs, linked text)`.
+fn linked2_text() -> (Vec<Module>, String) {
+    let modules = per_core_modules(&generate(&GenConfig::new(3, 2, SizeClass::Small))).unwrap();
+    let m = link(&modules).unwrap();
+    assert_eq!(check_link(&modules, &m), vec![], "the unbroken link must pass");
+    (modules, ir::print(&m))
+}
+
+/// The inserted switches are exactly the linker's documented rule (one per
+/// queue a core drives, right before its first DMA there, to the core's
+/// lowest instance, on the queue's owner): a switch with another instance,
+/// on another engine, dropped with its edge, or moved to a later DMA of its
+/// queue is reported (each was accepted before, as long as one DMA of the
+/// queue depended on it).
+#[test]
+fn inserted_switches_are_exactly_the_documented_ones() {
+    let (inputs, text) = linked2_text();
+    let sqi0 = "I-SQI-qSyncIO-call_def_0_instance_0";
+    let sqi1 = "I-SQI-qSyncIO-call_def_1_instance_0";
+    let line = |name: &str| text.lines().find(|l| l.trim_start().starts_with(&format!("{name} = "))).unwrap();
+    assert_eq!(line(sqi0).trim(), format!("{sqi0} = sp switch_queue qSyncIO instance 0 core 0"));
+    let judge = |edited: String| {
+        assert_ne!(edited, text);
+        check_link(&inputs, &ir::parse(&edited).unwrap_or_else(|e| panic!("{e}\n{edited}")))
+    };
+    let instance = judge(text.replace(line(sqi0), &line(sqi0).replace("instance 0", "instance 1")));
+    let want = "core 0 `I-SQI-qSyncIO-call_def_0_instance_0` before `i9`: switches queue `qSyncIO` to instance 1, \
+                expected `qSyncIO` to instance 0";
+    assert!(has(&instance, ViolationKind::Switch, want), "{instance:#?}");
+    let engine = judge(text.replace(line(sqi0), &line(sqi0).replace(" = sp ", " = act ")));
+    assert!(has(&engine, ViolationKind::Switch, "runs on Act, not on the queue's owner Sp"), "{engine:#?}");
+
+    // Dropped with the DMA's edge on it.
+    let dropped: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with(sqi0))
+        .map(|l| l.replace(&format!(" after {sqi0}:ctl"), ""))
+        .map(|l| l + "\n")
+        .collect();
+    let v = judge(dropped);
+    let want = "core 0: no inserted switch right before `i9`, its first DMA on queue `qSyncIO`";
+    assert!(has(&v, ViolationKind::Switch, want), "{v:#?}");
+
+    // Moved from before core 1's first DMA on the queue (`i19`) to before its second (`i20`).
+    let (i19, i20) = (line("i19"), line("i20"));
+    let late = text
+        .replace(&format!("{}\n", line(sqi1)), "")
+        .replace(i19, &i19.replace(&format!(", {sqi1}:ctl"), ""))
+        .replace(i20, &format!("{}\n{}, {sqi1}:ctl", line(sqi1), i20));
+    let v = judge(late);
+    assert!(has(&v, ViolationKind::Switch, "core 1: no inserted switch right before `i19`"), "{v:#?}");
+    assert!(
+        has(&v, ViolationKind::Switch, &format!("core 1 `{sqi1}`: an inserted switch that is not right before")),
+        "{v:#?}"
+    );
+    assert!(!v.iter().any(|x| x.kind == ViolationKind::Edge), "its edges alone look fine: {v:#?}");
 }

@@ -7,7 +7,9 @@
 //! input core and a dispatcher (function 0) calling them in core order as
 //! `call_def_<core>_instance_0`; per core, every input instruction present
 //! once with the same operation, plus exactly one `return_*` (last), one
-//! `cb_return_*` completion barrier and any `I-SQI-*` switches; one input
+//! `cb_return_*` completion barrier and exactly the `I-SQI-*` switches the
+//! linker's documented rule inserts: which queue, instance, engine, name and
+//! place (`checker/switches.rs`); one input
 //! tensor -> one linked location and one linked location -> one tensor (a
 //! view counts as its producer's tensor), named as the tensor or by the
 //! documented collision rename `<name>.nc<core>[.k]`, with the tensor's
@@ -83,6 +85,8 @@ pub enum ViolationKind {
     Output,
     /// Queues are not folded as documented.
     Queue,
+    /// An inserted switch-queue instance is missing, extra or wrong.
+    Switch,
     /// A dependency edge dropped, added or mis-mapped.
     Edge,
     /// A location set disagrees with the locations.
@@ -296,6 +300,7 @@ fn check(inputs: &[Module], linked: &Module, proven: bool) -> Vec<LinkViolation>
     ck.outputs();
     ck.queues();
     ck.edges(&funcs);
+    ck.switches(&funcs);
     ck.sets();
     ck.arguments(&funcs);
     ck.out
@@ -576,6 +581,7 @@ impl<'a> Ck<'a> {
 mod classes;
 mod deps;
 mod sets;
+mod switches;
 mod tensors;
 mod tids;
 
