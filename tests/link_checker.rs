@@ -1243,3 +1243,45 @@ fn inserted_switches_are_exactly_the_documented_ones() {
     );
     assert!(!v.iter().any(|x| x.kind == ViolationKind::Edge), "its edges alone look fine: {v:#?}");
 }
+
+/// `f`'s arena reversed (every id remapped): the same program, not in block order.
+fn reverse_arena(f: &mut Function) {
+    let n = f.insts.len();
+    let flip = |id: InstId| InstId::from_index(n - 1 - id.index());
+    f.insts.reverse();
+    for i in &mut f.insts {
+        i.deps.iter_mut().for_each(|d| d.inst = flip(d.inst));
+    }
+    for b in &mut f.blocks {
+        b.insts.iter_mut().for_each(|id| *id = flip(*id));
+    }
+}
+
+/// The switch rule follows program order, not arena order: an input or a
+/// linked function whose arena is not in block order (the verifier's
+/// complaint about the linked one aside) gets the same verdict.
+#[test]
+fn switches_are_judged_in_program_order_whatever_the_arena_order() {
+    let (mut inputs, text) = linked2_text();
+    let mut m = ir::parse(&text).unwrap();
+    reverse_arena(&mut inputs[1].functions[0]);
+    assert!(!inputs[1].functions[0].is_canonical());
+    assert_eq!(check_link(&inputs, &m), vec![]);
+    let fi = core_function(&m, 1);
+    reverse_arena(&mut m.functions[fi]);
+    let v = check_link(&inputs, &m);
+    assert!(v.iter().all(|x| x.kind == ViolationKind::Invalid), "only the verifier's finding: {v:#?}");
+    assert!(!v.is_empty());
+    // Moved later, as in `inserted_switches_are_exactly_the_documented_ones`, in the reversed arena.
+    let f = &mut m.functions[fi];
+    let sqi = f.inst_by_name("I-SQI-qSyncIO-call_def_1_instance_0").unwrap();
+    let (i19, i20) = (f.inst_by_name("i19").unwrap(), f.inst_by_name("i20").unwrap());
+    f.insts[i19.index()].deps.retain(|d| d.inst != sqi);
+    f.insts[i20.index()].deps.push(Dep { inst: sqi, kind: EdgeKind::Control });
+    let b = f.blocks.iter().position(|b| b.insts.contains(&sqi)).unwrap();
+    f.blocks[b].insts.retain(|&id| id != sqi);
+    let at = f.blocks[b].insts.iter().position(|&id| id == i20).unwrap();
+    f.blocks[b].insts.insert(at, sqi);
+    let v = check_link(&inputs, &m);
+    assert!(has(&v, ViolationKind::Switch, "core 1: no inserted switch right before `i19`"), "{v:#?}");
+}

@@ -212,6 +212,13 @@ struct Ck<'a> {
     /// (aliasing its unified tensor), [`NONE`] when no view or not found;
     /// filled by [`Ck::shared_and_aliases`].
     view_locs: BTreeMap<u32, Vec<MemLocId>>,
+    /// (a view's surviving location, its unified location), per view found
+    /// by [`Ck::shared_and_aliases`]: the handoff aliases.
+    handoffs: Vec<(MemLocId, MemLocId)>,
+    /// Per input core: its function's DMA copies on a queue and switches, as
+    /// (instruction, queue, a switch), ascending by instruction; filled by
+    /// [`Ck::core`] in its one pass over the input.
+    queue_ops: BTreeMap<u32, Vec<(u32, QueueId, bool)>>,
 }
 
 /// Checks `linked` against the `inputs` it was linked from; returns every violation (empty: pass).
@@ -249,6 +256,8 @@ fn check(inputs: &[Module], linked: &Module, proven: bool) -> Vec<LinkViolation>
         must_alias_in: Vec::new(),
         written: BTreeMap::new(),
         view_locs: BTreeMap::new(),
+        handoffs: Vec::new(),
+        queue_ops: BTreeMap::new(),
     };
     for (&c, m) in &ck.inputs {
         ck.loc_map.rows.insert(c, vec![NONE; m.memlocs.len()]);
@@ -490,7 +499,13 @@ impl<'a> Ck<'a> {
         let lf = &linked.functions[fid.index()];
         let Some(names) = self.core_names.remove(&c) else { return };
         let mut errs = Vec::new();
+        let mut queue_ops = Vec::new();
         for (k, i) in src.insts.iter().enumerate() {
+            match (&i.op, i.queue) {
+                (Op::SwitchQueueInstance { queue, .. }, _) => queue_ops.push((k as u32, *queue, true)),
+                (Op::DmaCopy { .. }, Some(q)) => queue_ops.push((k as u32, q, false)),
+                _ => {}
+            }
             let Some(n) = names.linked_of_input(k) else {
                 errs.push(format!("instruction `{}` is missing", i.name));
                 continue;
@@ -499,9 +514,9 @@ impl<'a> Ck<'a> {
                 errs.push(format!("instruction `{}`: {e}", i.name));
             }
         }
-        let extra: Vec<&Inst> =
-            lf.insts.iter().enumerate().filter(|&(k, _)| !names.linked_is_input(k)).map(|(_, i)| i).collect();
+        let extra: Vec<&Inst> = names.inserted().map(|k| &lf.insts[k]).collect();
         self.core_names.insert(c, names);
+        self.queue_ops.insert(c, queue_ops);
         let count = |p: &str, f: fn(&Op) -> bool| extra.iter().filter(|i| i.name.starts_with(p) && f(&i.op)).count();
         let rets = count("return_", |o| matches!(o, Op::Return));
         let cbs = count("cb_return_", |o| matches!(o, Op::CoreBarrier(_)));

@@ -67,12 +67,14 @@ impl<'a> Ck<'a> {
             let linked = self.linked;
             let lf = &linked.functions[fid.index()];
             let Some(names) = self.core_names.get(&c) else { continue };
-            // An inserted instruction of that prefix: the name is no input instruction's.
-            // The class flag first: a copied instruction's name is never read.
-            let inserted = |k: usize, prefix: &str| !names.linked_is_input(k) && lf.insts[k].name.starts_with(prefix);
-            // Per linked instruction: an inserted switch. Built in one pass, so an
+            // The inserted instructions of a prefix (names no input instruction has):
+            // a copied instruction's name is never read.
+            let inserted =
+                |prefix: &'static str| names.inserted().filter(move |&k| lf.insts[k].name.starts_with(prefix));
+            // Per linked instruction: an inserted switch. Built once, so an
             // edge asks a flag, never reads its target's name (a random read).
-            let sqi: Vec<bool> = (0..lf.insts.len()).map(|k| inserted(k, "I-SQI-")).collect();
+            let mut sqi = vec![false; lf.insts.len()];
+            inserted("I-SQI-").for_each(|k| sqi[k] = true);
             let is_sqi = |k: usize| sqi.get(k).copied().unwrap_or(false);
             // Dependents of each inserted switch, by the switch's name class (looked up, never iterated).
             let mut switch_users: BTreeMap<u32, Vec<&Inst>> = BTreeMap::new();
@@ -149,8 +151,8 @@ impl<'a> Ck<'a> {
             let mut sink_classes: Vec<(u32, EdgeKind)> =
                 sinks.iter().filter_map(|&j| names.input_class(j)).map(|cl| (cl, EdgeKind::Control)).collect();
             sink_classes.sort_unstable();
-            let cbs: Vec<usize> = (0..lf.insts.len()).filter(|&k| inserted(k, "cb_return_")).collect();
-            for (k, i) in lf.insts.iter().enumerate().filter(|&(k, _)| !names.linked_is_input(k)) {
+            let cbs: Vec<usize> = inserted("cb_return_").collect();
+            for (k, i) in names.inserted().map(|k| (k, &lf.insts[k])) {
                 let classes = || {
                     let mut v: Vec<(u32, EdgeKind)> =
                         i.deps.iter().map(|d| (names.linked_class(d.inst.index()), d.kind)).collect();

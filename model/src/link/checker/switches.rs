@@ -14,9 +14,11 @@
 //! DMA depends (control) on it. No other switch is inserted. (A switch's own
 //! edges, none, and its dependents, that DMA alone, are `checker/deps.rs`'s.)
 //!
-//! Cost: O(n + s) per core for n instructions and s switches: one walk of
-//! the input function in order, a predecessor table of the linked order, and
-//! a flag per linked instruction.
+//! Cost: O(n + s log s) per core for n instructions and s inserted switches
+//! (at most one per queue): the input's DMAs and switches as collected by
+//! the checker's one pass over the input (a table of program positions only
+//! for a function whose arena is not in block order, which valid IR never
+//! is), and one walk of the linked function's block lists.
 
 use std::collections::BTreeMap;
 
@@ -40,6 +42,20 @@ fn named_as_documented(name: &str, base: &str) -> bool {
     }
 }
 
+/// Whether `f`'s blocks list its arena `0, 1, 2, ...` in order and nothing
+/// else (`Function::is_canonical`, in one pass over the block lists).
+fn in_block_order(f: &Function) -> bool {
+    let mut next = 0usize;
+    for b in &f.blocks {
+        let ok = b.insts.iter().enumerate().all(|(j, id)| id.index() == next + j);
+        if !ok {
+            return false;
+        }
+        next += b.insts.len();
+    }
+    next == f.insts.len()
+}
+
 impl<'a> Ck<'a> {
     /// The check in the module doc, on every core function.
     pub(super) fn switches(&mut self, funcs: &BTreeMap<u32, FuncId>) {
@@ -49,46 +65,65 @@ impl<'a> Ck<'a> {
             let (Some(src), Some(m)) = (self.input_fn(c), self.inputs.get(&c).copied()) else { continue };
             let Some(names) = self.core_names.get(&c) else { continue };
             let lf = &linked.functions[fid.index()];
+            // The function's DMAs on a queue and its switches, in program order
+            // (instruction order when the arena is in block order, as in valid IR).
+            let Some(ops) = self.queue_ops.get(&c) else { continue };
+            let reordered;
+            let ops: &[(u32, QueueId, bool)] = if in_block_order(src) {
+                ops
+            } else {
+                let mut pos = vec![u32::MAX; src.insts.len()];
+                for (p, id) in src.order().enumerate() {
+                    if let Some(x) = pos.get_mut(id.index()) {
+                        *x = p as u32;
+                    }
+                }
+                let mut v: Vec<(u32, QueueId, bool)> =
+                    ops.iter().copied().filter(|o| pos[o.0 as usize] != u32::MAX).collect();
+                v.sort_by_key(|o| pos[o.0 as usize]);
+                reordered = v;
+                &reordered
+            };
             // (input DMA, its queue, the instance to switch to), in program order.
             let mut want: Vec<(usize, &DmaQueue, u32)> = Vec::new();
             let mut decided = vec![false; m.queues.len()];
-            for id in src.order() {
-                let Some(i) = src.insts.get(id.index()) else { continue };
-                let q = match (&i.op, i.queue) {
-                    (Op::SwitchQueueInstance { queue, .. }, _) => {
-                        if let Some(d) = decided.get_mut(queue.index()) {
-                            *d = true;
-                        }
-                        continue;
-                    }
-                    (Op::DmaCopy { .. }, Some(q)) => q,
-                    _ => continue,
-                };
+            for &(k, q, switch) in ops {
                 let (Some(d), Some(queue)) = (decided.get_mut(q.index()), m.queues.get(q.index())) else { continue };
-                if std::mem::replace(d, true) {
+                if std::mem::replace(d, true) || switch {
                     continue;
                 }
                 if let Some(&instance) = queue.instances.iter().min() {
-                    want.push((id.index(), queue, instance));
+                    want.push((k as usize, queue, instance));
                 }
             }
-            // Each linked instruction's predecessor in the function's order.
-            let mut prev = vec![NONE; lf.insts.len()];
-            let mut last = NONE;
-            for id in lf.order() {
-                if let Some(p) = prev.get_mut(id.index()) {
-                    *p = last;
+            // The inserted switches (ascending), and one walk of the linked
+            // order for the predecessor of each wanted DMA (one per queue).
+            let mut dmas: Vec<(u32, usize)> =
+                want.iter().enumerate().filter_map(|(w, e)| Some((names.linked_of_input(e.0)? as u32, w))).collect();
+            dmas.sort_unstable();
+            let mut before = vec![NONE; want.len()];
+            let switches: Vec<usize> = names.inserted().filter(|&k| lf.insts[k].name.starts_with(PREFIX)).collect();
+            if in_block_order(lf) {
+                // The predecessor in the order is the previous arena slot.
+                for &(k, w) in &dmas {
+                    before[w] = k.checked_sub(1).unwrap_or(NONE);
                 }
-                last = id.0;
+            } else {
+                let mut last = NONE;
+                for id in lf.order() {
+                    if let Ok(d) = dmas.binary_search_by_key(&id.0, |e| e.0) {
+                        before[dmas[d].1] = last;
+                    }
+                    last = id.0;
+                }
             }
-            let inserted = |k: usize| !names.linked_is_input(k) && lf.insts[k].name.starts_with(PREFIX);
-            let mut matched = vec![false; lf.insts.len()];
-            for (dma, queue, instance) in want {
+            let mut matched: Vec<usize> = Vec::with_capacity(want.len());
+            for (w, &(dma, queue, instance)) in want.iter().enumerate() {
                 let Some(nk) = names.linked_of_input(dma) else { continue }; // reported by `core`
                 let dma_name = &src.insts[dma].name;
                 let base = format!("{PREFIX}{}-call_def_{c}_instance_0", queue.name);
-                let p = prev.get(nk).copied().unwrap_or(NONE);
-                if p == NONE || !inserted(p as usize) {
+                let p = before[w];
+                if p == NONE || switches.binary_search(&(p as usize)).is_err() {
                     errs.push(format!(
                         "core {c}: no inserted switch right before `{dma_name}`, its first DMA on queue `{}` \
                          (expected `{base}` to instance {instance})",
@@ -97,7 +132,7 @@ impl<'a> Ck<'a> {
                     continue;
                 }
                 let p = p as usize;
-                matched[p] = true;
+                matched.push(p);
                 let s = &lf.insts[p];
                 let mut why = Vec::new();
                 match s.op {
@@ -127,14 +162,13 @@ impl<'a> Ck<'a> {
                     errs.push(format!("core {c} `{}` before `{dma_name}`: {}", s.name, why.join("; ")));
                 }
             }
-            for (k, i) in lf.insts.iter().enumerate() {
-                if inserted(k) && !matched[k] {
-                    errs.push(format!(
-                        "core {c} `{}`: an inserted switch that is not right before the first DMA of a queue the \
-                         function has not switched yet",
-                        i.name
-                    ));
-                }
+            matched.sort_unstable();
+            for k in switches.into_iter().filter(|k| matched.binary_search(k).is_err()) {
+                errs.push(format!(
+                    "core {c} `{}`: an inserted switch that is not right before the first DMA of a queue the \
+                     function has not switched yet",
+                    lf.insts[k].name
+                ));
             }
         }
         for e in errs {
@@ -145,7 +179,22 @@ impl<'a> Ck<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::named_as_documented;
+    use super::{in_block_order, named_as_documented};
+    use crate::ir::*;
+
+    #[test]
+    fn block_order_is_the_arena_listed_in_order_and_nothing_else() {
+        let mut f = Function::new("f");
+        for k in 0..3 {
+            f.push_inst(BlockId(0), Inst::new(format!("i{k}"), Engine::Sp, Op::Return));
+        }
+        assert!(in_block_order(&f) && f.is_canonical());
+        f.blocks[0].insts.swap(0, 1);
+        assert!(!in_block_order(&f) && !f.is_canonical());
+        f.blocks[0].insts.swap(0, 1);
+        f.blocks[0].insts.pop();
+        assert!(!in_block_order(&f) && !f.is_canonical(), "an unlisted instruction");
+    }
 
     #[test]
     fn a_switch_is_named_by_its_base_or_the_fresh_name_suffix() {

@@ -228,30 +228,9 @@ impl<'a> Ck<'a> {
         let mut completions: Vec<(&CoreBarrier, &str, &str)> = Vec::new();
         let mut errs = Vec::new();
         for (&c, &fid) in funcs {
-            let Some(src) = self.input_fn(c) else { continue };
             let lf = &self.linked.functions[fid.index()];
             let Some(names) = self.core_names.get(&c) else { continue };
-            for (k, i) in src.insts.iter().enumerate() {
-                let (Op::CoreBarrier(a), Some(Op::CoreBarrier(b))) =
-                    (&i.op, names.linked_of_input(k).map(|n| &lf.insts[n].op))
-                else {
-                    continue;
-                };
-                if b.flagged {
-                    errs.push(format!("core {c} `{}` is still flagged", i.name));
-                }
-                if a.flagged {
-                    renumbered.push((b.id, lf.name.as_str(), i.name.as_str()));
-                } else if a.id != b.id {
-                    errs.push(format!("core {c} `{}` was not flagged but its id changed {} -> {}", i.name, a.id, b.id));
-                }
-            }
-            let inserted_cbs = lf
-                .insts
-                .iter()
-                .enumerate()
-                .filter(|&(k, n)| !names.linked_is_input(k) && n.name.starts_with("cb_return_"))
-                .map(|(_, n)| n);
+            let inserted_cbs = names.inserted().map(|k| &lf.insts[k]).filter(|n| n.name.starts_with("cb_return_"));
             for n in inserted_cbs {
                 if let Op::CoreBarrier(b) = &n.op {
                     renumbered.push((b.id, lf.name.as_str(), n.name.as_str()));
@@ -262,7 +241,32 @@ impl<'a> Ck<'a> {
                 }
             }
         }
-        self.completion_barriers(&completions, &mut errs);
+        let mut cb_groups: Vec<u32> = completions.iter().map(|c| c.0.group).collect();
+        cb_groups.sort_unstable();
+        cb_groups.dedup();
+        // The completion groups some input barrier uses too.
+        let mut reused: BTreeSet<u32> = BTreeSet::new();
+        for (&c, &fid) in funcs {
+            let Some(src) = self.input_fn(c) else { continue };
+            let lf = &self.linked.functions[fid.index()];
+            let Some(names) = self.core_names.get(&c) else { continue };
+            for (k, i) in src.insts.iter().enumerate() {
+                let Op::CoreBarrier(a) = &i.op else { continue };
+                if cb_groups.binary_search(&a.group).is_ok() {
+                    reused.insert(a.group);
+                }
+                let Some(Op::CoreBarrier(b)) = names.linked_of_input(k).map(|n| &lf.insts[n].op) else { continue };
+                if b.flagged {
+                    errs.push(format!("core {c} `{}` is still flagged", i.name));
+                }
+                if a.flagged {
+                    renumbered.push((b.id, lf.name.as_str(), i.name.as_str()));
+                } else if a.id != b.id {
+                    errs.push(format!("core {c} `{}` was not flagged but its id changed {} -> {}", i.name, a.id, b.id));
+                }
+            }
+        }
+        self.completion_barriers(&completions, &cb_groups, &reused, &mut errs);
         let path = |r: &(u32, &str, &str)| format!("{}/{}", r.1, r.2);
         // By id, then (ties only: a duplicate id, reported) by `function/instruction`.
         renumbered.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| path(a).cmp(&path(b))));
@@ -307,21 +311,20 @@ impl<'a> Ck<'a> {
     /// synchronizable"): all in one group, which no input barrier uses, each
     /// with every input core as its participants, so every core's return
     /// waits for every other core's work. Cost: O(B log B) for B barriers.
-    fn completion_barriers(&self, cbs: &[(&CoreBarrier, &str, &str)], errs: &mut Vec<String>) {
-        let input_groups: BTreeSet<u32> = self
-            .inputs
-            .values()
-            .flat_map(|m| m.functions.iter().flat_map(|f| &f.insts))
-            .filter_map(|i| match &i.op {
-                Op::CoreBarrier(b) => Some(b.group),
-                _ => None,
-            })
-            .collect();
-        let groups: BTreeSet<u32> = cbs.iter().map(|c| c.0.group).collect();
+    /// `groups`: the completion barriers' groups, ascending; `reused`: those
+    /// some input barrier uses.
+    fn completion_barriers(
+        &self,
+        cbs: &[(&CoreBarrier, &str, &str)],
+        groups: &[u32],
+        reused: &BTreeSet<u32>,
+        errs: &mut Vec<String>,
+    ) {
         if groups.len() > 1 {
+            let groups: BTreeSet<u32> = groups.iter().copied().collect();
             errs.push(format!("completion barriers are in groups {groups:?}: one group shared by every core"));
         }
-        for g in groups.intersection(&input_groups) {
+        for g in reused {
             errs.push(format!("completion barrier group {g} is also an input barrier's group"));
         }
         let cores: Vec<u32> = self.inputs.keys().copied().collect();
@@ -340,8 +343,9 @@ impl<'a> Ck<'a> {
     /// Every handoff: one location at the synced address, the view kept as a must-alias.
     pub(super) fn shared_and_aliases(&mut self, funcs: &BTreeMap<u32, FuncId>) {
         let mut errs: Vec<(ViolationKind, String)> = Vec::new();
-        // (core, view, the linked location it survives as).
-        let mut survivors: Vec<(u32, usize, MemLocId)> = Vec::new();
+        // Filled here, put back below (the loop reads `self`).
+        let mut view_locs = std::mem::take(&mut self.view_locs);
+        let mut handoffs = std::mem::take(&mut self.handoffs);
         let place = |l: &MemoryLocation| (l.address, l.partition, l.bank);
         for (&c, m) in &self.inputs {
             for (vi, v) in m.memlocs.iter().enumerate() {
@@ -391,7 +395,10 @@ impl<'a> Ck<'a> {
                         errs.push((ViolationKind::Alias, msg));
                     }
                     Some(s) => {
-                        survivors.push((c, vi, s));
+                        if let Some(slot) = view_locs.get_mut(&c).and_then(|r| r.get_mut(vi)) {
+                            *slot = s;
+                        }
+                        handoffs.push((s, unified));
                         let sv = &linked.memlocs[s.index()];
                         if let Some(why) = view_differs(v, sv, &u.name, r.core) {
                             let msg = format!("view `{}` of core {c} survives as `{}` with {why}", v.name, sv.name);
@@ -409,11 +416,8 @@ impl<'a> Ck<'a> {
                 }
             }
         }
-        for (c, vi, s) in survivors {
-            if let Some(slot) = self.view_locs.get_mut(&c).and_then(|r| r.get_mut(vi)) {
-                *slot = s;
-            }
-        }
+        self.view_locs = view_locs;
+        self.handoffs = handoffs;
         for (k, e) in errs {
             self.bad(k, e);
         }
@@ -439,21 +443,10 @@ impl<'a> Ck<'a> {
     pub(super) fn aliases(&mut self) {
         let mut errs = Vec::new();
         // ((from, to), order, kind, a handoff): first of each pair wins.
-        let mut want: Vec<((MemLocId, MemLocId), usize, AliasKind, bool)> = Vec::new();
+        let mut want: Vec<((MemLocId, MemLocId), usize, AliasKind, bool)> = Vec::with_capacity(self.handoffs.len());
+        want.extend(self.handoffs.iter().enumerate().map(|(k, &h)| (h, k, AliasKind::Must, true)));
         for (&c, m) in &self.inputs {
-            for (vi, v) in m.memlocs.iter().enumerate() {
-                if v.remote_local_target.is_none() {
-                    continue;
-                }
-                let id = MemLocId::from_index(vi);
-                let (Some(s), Some(&[u])) = (self.own(c, id), self.tid_of(c, id).map(|t| self.linked_of(t))) else {
-                    continue;
-                };
-                want.push(((s, u), want.len(), AliasKind::Must, true));
-            }
-        }
-        for (&c, m) in &self.inputs {
-            for (i, l) in m.memlocs.iter().enumerate() {
+            for (i, l) in m.memlocs.iter().enumerate().filter(|(_, l)| !l.aliases.is_empty()) {
                 for a in &l.aliases {
                     let from = self.own(c, MemLocId::from_index(i));
                     let to = self.own(c, a.target);
