@@ -9,39 +9,41 @@
 //! once with the same operation, plus exactly one `return_*` (last), one
 //! `cb_return_*` completion barrier and exactly the `I-SQI-*` switches the
 //! linker's documented rule inserts: which queue, instance, engine, name and
-//! place (`checker/switches.rs`); one input
-//! tensor -> one linked location and one linked location -> one tensor (a
-//! view counts as its producer's tensor), named as the tensor or by the
-//! documented collision rename `<name>.nc<core>[.k]`, with the tensor's
-//! memory type, dtype, size, placement, usage (kept, but for
-//! `fixOutputKind`'s output -> internal), shared flag and contents seed, and
-//! no remote target; slot ids of the barriers flagged
-//! before linking plus the completion barriers unique and dense from 0, flags
-//! cleared, unflagged ids kept, every group arrived at exactly once by each
-//! participant, the completion barriers one group of every input core that
-//! no input barrier uses (the order of the slot ids is `check_barrier_ids`'
-//! in the simulator crate); every shared tensor one location whose (address, partition,
-//! bank) equal the producer's and the view's before linking; every view kept
-//! as a location aliasing (must) the unified one (its name, or the documented
-//! rename `<name>.nc<core>...`), the alias joining a producer-core write to a
-//! consumer of another core, the kept view with the view's attributes, its
-//! usage (a view declared input or output: spill, `io2Spill`) and a remote
-//! target naming the unified location on the producer core; the linked
-//! aliases exactly those handoffs plus every alias an input declared, carried
-//! between the locations standing for its ends (self-edges dropped, one per
-//! pair, the first kind kept); no handoff target still an external output and
-//! every other written output still one; queues folded by name with the
-//! inputs' (agreed) type and owner engine, the union of instances and the
-//! maximum semaphore count; every core function's
-//! dependency edges exactly its input's remapped plus the documented inserted
-//! ones (`checker/deps.rs`); every set (of any name; a set name carries no
-//! usage rule) and every function's arguments exactly what the inputs
-//! declared, mapped to the linked locations, minus the locations that
-//! stopped being IO (an internal argument stays), and (with
-//! [`check_linked`]) the tensor map too (`checker/sets.rs`).
+//! place (`checker/switches.rs`); one input tensor -> one linked location
+//! and one linked location -> one tensor (a view counts as its producer's
+//! tensor), named as the tensor or by the documented collision rename
+//! `<name>.nc<core>[.k]`, with the tensor's memory type, dtype, size,
+//! placement, usage (kept, but for `fixOutputKind`'s output -> internal),
+//! shared flag and contents seed, and no remote target; slot ids of the
+//! barriers flagged before linking plus the completion barriers unique and
+//! dense from 0, flags cleared, unflagged ids kept, every group arrived at
+//! exactly once by each participant, the completion barriers one group of
+//! every input core that no input barrier uses (the order of the slot ids,
+//! seed 000 §7, is `check_barrier_ids`' in the simulator crate, which every
+//! flow and `lncsim link` run next to this checker); every shared tensor one
+//! location whose (address, partition, bank) equal the producer's and the
+//! view's before linking; every view kept as a location aliasing (must) the
+//! unified one (its name, or the documented rename `<name>.nc<core>...`),
+//! the alias joining a producer-core write to a consumer of another core,
+//! the kept view with the view's attributes, its usage (a view declared
+//! input or output: spill, `io2Spill`) and a remote target naming the
+//! unified location on the producer core; the linked aliases exactly those
+//! handoffs plus every alias an input declared, carried between the
+//! locations standing for its ends (self-edges dropped, one per pair, the
+//! first kind kept); no handoff target still an external output and every
+//! other written output still one; queues folded by name with the inputs'
+//! (agreed) type and owner engine, the union of instances and the maximum
+//! semaphore count; every core function's dependency edges exactly its
+//! input's remapped plus the documented inserted ones (`checker/deps.rs`);
+//! every set (of any name: a set name carries no usage rule) and every
+//! function's arguments exactly what the inputs declared, mapped to the
+//! linked locations, minus the locations that stopped being IO (an internal
+//! argument stays), and (with [`check_linked`]) the tensor map too
+//! (`checker/sets.rs`).
 //!
 //! Cost: O(n log n + e log e + L log L) for n instructions, e edges and L
-//! locations, with no hash-table probe per instruction or location: each
+//! locations (aliases and set members counted with the locations), with no
+//! hash-table probe per instruction or location: each
 //! core's instruction names become dense class ids by one sort of name
 //! hashes ([`classes`]), every input tensor a dense id and every view its
 //! target by one sort each ([`tids`]); names are compared in full wherever

@@ -7,7 +7,8 @@
 //!   kind); the only edge it may gain is one control edge from an inserted
 //!   `I-SQI-*` switch of the queue it copies on (it is a DMA copy);
 //! - an inserted switch has no edges and exactly one dependent: a DMA copy on
-//!   the switch's queue;
+//!   the switch's queue (which switches there are, and before which DMA, is
+//!   `checker/switches.rs`');
 //! - the completion barrier `cb_return_*` depends (control) on exactly the
 //!   input function's sinks (the instructions no other input instruction
 //!   depends on);
