@@ -1019,18 +1019,21 @@ func main
     }
 }
 
+/// An edit of one location.
+type LocEdit = dyn Fn(&mut MemoryLocation);
+
 /// A linked location keeps its tensor's usage (but for `fixOutputKind`'s
 /// output -> internal), shared flag and contents seed, and is no view; a
 /// folded queue keeps its type and owner engine: each change is reported.
 #[test]
 fn a_changed_usage_shared_flag_contents_or_queue_kind_is_reported() {
     let (inputs, m) = linked4();
-    let find = |f: &dyn Fn(&MemoryLocation) -> bool| m.memlocs.iter().position(|l| f(l)).unwrap();
+    let find = |f: &dyn Fn(&MemoryLocation) -> bool| m.memlocs.iter().position(f).unwrap();
     let shared = find(&|l| l.usage == Usage::Shared && l.remote_local_target.is_none());
     let internal = find(&|l| l.usage == Usage::Internal);
     let weight = find(&|l| l.usage == Usage::Weight && l.init.is_some());
     let name = |k: usize| m.memlocs[k].name.to_string();
-    let edits: [(usize, &dyn Fn(&mut MemoryLocation), &str); 6] = [
+    let edits: [(usize, &LocEdit, &str); 6] = [
         (shared, &|l| l.usage = Usage::Internal, "with usage Internal (was Shared)"),
         (internal, &|l| l.usage = Usage::Spill, "with usage Spill (was Internal)"),
         (shared, &|l| l.is_shared_post_dram_alloc = false, "with shared flag false (was true)"),
@@ -1115,7 +1118,7 @@ fn aliases_are_exactly_the_handoffs_and_the_carried_ones_and_views_keep_their_at
     assert!(has(&v3, ViolationKind::Alias, "alias `t -> t_in1 Must` comes from no input alias"), "{v3:#?}");
 
     // The surviving view: size, usage, remote target.
-    let edits: [(&dyn Fn(&mut MemoryLocation), &str); 3] = [
+    let edits: [(&LocEdit, &str); 3] = [
         (&|l| l.elem_count = 7, "different type, size, placement, shared flag or contents seed"),
         (&|l| l.usage = Usage::Internal, "usage Internal (expected Shared)"),
         (
