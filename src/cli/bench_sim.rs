@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use lncsim_model::ir::Module;
 use lncsim_model::program::{GenConfig, SizeClass, generate, seeded_inputs};
-use lncsim_sim::io::write_inputs;
+use lncsim_sim::io::{clear_outputs_and_scratch, write_inputs};
 use lncsim_sim::testkit::load_compiled;
 use lncsim_sim::{Checks, SimConfig, SimReport, Simulation, bare_event_loop};
 
@@ -83,7 +83,9 @@ struct Figures {
 fn measure(program: &Module, a: &BenchSimArgs) -> Result<Figures, CliError> {
     let loaded = load_compiled(program, &Default::default(), a.seed).map_err(CliError::BadInput)?;
     let (device, images) = (loaded.runtime.device(), &loaded.images);
-    write_inputs(device, images, &seeded_inputs(program, a.seed)).map_err(|e| CliError::BadInput(e.to_string()))?;
+    clear_outputs_and_scratch(device, images)
+        .and_then(|()| write_inputs(device, images, &seeded_inputs(program, a.seed)))
+        .map_err(|e| CliError::BadInput(e.to_string()))?;
     let mut cfg = SimConfig::seeded(a.seed);
     if a.jitter {
         cfg = cfg.with_jitter();

@@ -149,6 +149,24 @@ impl Allocation {
         }
     }
 
+    /// Zeros `[off, off + len)` (inside the allocation): a whole chunk becomes
+    /// a zero chunk (its bytes dropped, no host page), a part of one is
+    /// written with zeros. Cost: O(len / CHUNK) for whole chunks plus the parts.
+    fn zero(&mut self, off: usize, len: usize) {
+        let mut at = off;
+        while at < off + len {
+            let (c, o) = (at >> CHUNK_SHIFT, at & (CHUNK - 1));
+            let n = (CHUNK - o).min(off + len - at);
+            if o == 0 && n == self.chunk_len(c) {
+                self.ensure_chunks();
+                self.chunks[c] = Chunk::Zeros;
+            } else if *self.state(c) != Chunk::Zeros {
+                self.chunk_mut(c)[o..o + n].fill(0);
+            }
+            at += n;
+        }
+    }
+
     /// Runs `f` on `[off, off + len)` (inside the allocation): in place when
     /// it lies in one chunk, else on a copy.
     fn with<R>(&self, off: usize, len: usize, f: impl FnOnce(&[u8]) -> R) -> R {
@@ -284,6 +302,13 @@ impl Hbm {
         a.write_from(off, data);
         Some(())
     }
+
+    /// Zeros `[pa, pa + len)` without a buffer of zeros; `None` if the bytes are not inside one live allocation.
+    pub fn zero(&mut self, pa: u64, len: u64) -> Option<()> {
+        let (a, off) = self.locate(pa, len)?;
+        a.zero(off, usize::try_from(len).ok()?);
+        Some(())
+    }
 }
 
 /// The device HBM: `[base, base + n * slice)`, tpb `t` allocating from slice `t`.
@@ -351,6 +376,11 @@ impl SlicedHbm {
     pub fn write(&mut self, pa: u64, data: &[u8]) -> Option<()> {
         self.slice_of(pa)?.write(pa, data)
     }
+
+    /// [`Hbm::zero`] on the slice holding `pa`.
+    pub fn zero(&mut self, pa: u64, len: u64) -> Option<()> {
+        self.slice_of(pa)?.zero(pa, len)
+    }
 }
 
 #[cfg(test)]
@@ -401,6 +431,20 @@ mod tests {
         let b = h.alloc(0, 2 * CHUNK as u64, 1).unwrap();
         h.write(b + 5, &[POISON; 100]).unwrap();
         assert!(!h.allocs[&b].materialised());
+    }
+
+    #[test]
+    fn zeroing_a_range_makes_whole_chunks_zero_chunks_and_writes_the_parts() {
+        let mut h = Hbm::new(0, 1 << 30);
+        let a = h.alloc(0, 3 * CHUNK as u64, 1).unwrap();
+        h.write(a + 2 * CHUNK as u64, &[7; 8]).unwrap();
+        // From byte 3 of chunk 0 to byte 4 of chunk 2: chunk 1 whole, the others in part.
+        h.zero(a + 3, 2 * CHUNK as u64 + 1).unwrap();
+        assert_eq!(h.read(a, 5), Some(vec![POISON, POISON, POISON, 0, 0]));
+        assert_eq!(h.allocs[&a].chunks[1], Chunk::Zeros, "no host page for a whole chunk");
+        assert_eq!(h.read(a + 2 * CHUNK as u64, 6), Some(vec![0, 0, 0, 0, 7, 7]));
+        assert_eq!(h.zero(a + 3 * CHUNK as u64 - 1, 2), None, "past the allocation");
+        assert_eq!(h.zero(a - 1, 1), None, "before it");
     }
 
     #[test]

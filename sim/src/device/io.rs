@@ -51,6 +51,28 @@ fn buffers(images: &[CoreImage], kind: &VarKind) -> Result<BTreeMap<String, (u64
     Ok(out)
 }
 
+/// Zeros every `output` var and every scratch region (per-core and shared)
+/// of `images` before a run: the program's semantics (the reference
+/// interpreter) start every output and internal tensor at zero, while the
+/// device's memory is not cleared for a new allocation (it reads as
+/// [`super::hbm::POISON`], so a short copy by the loader shows). A region
+/// several cores name is zeroed once. O(regions + bytes / 64 KiB): whole
+/// storage chunks become zero chunks, no buffer of zeros is built.
+pub fn clear_outputs_and_scratch(device: &super::SimDevice, images: &[CoreImage]) -> Result<(), IoError> {
+    let mut regions: Vec<(u64, u64)> = images
+        .iter()
+        .flat_map(|img| &img.vars)
+        .filter(|v| matches!(v.kind, VarKind::Output | VarKind::Scratch | VarKind::SharedScratch) && v.size > 0)
+        .map(|v| (v.pa, v.size))
+        .collect();
+    regions.sort_unstable();
+    regions.dedup();
+    for (pa, size) in regions {
+        device.zero(pa, size).map_err(|e| IoError::Device(e.to_string()))?;
+    }
+    Ok(())
+}
+
 /// Writes `inputs` (i32 values by name) into every `input` var.
 pub fn write_inputs(device: &dyn Device, images: &[CoreImage], inputs: &Values) -> Result<(), IoError> {
     for (name, (pa, size, tpb)) in buffers(images, &VarKind::Input)? {

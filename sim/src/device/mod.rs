@@ -186,6 +186,11 @@ impl SimDevice {
         self.lock().hbm.write(pa, data).ok_or(DeviceError::BadCopy { pa, len, injected: false })
     }
 
+    /// Zeros `[pa, pa + len)` (host access: not counted, never faulted), with no buffer of zeros.
+    pub fn zero(&self, pa: u64, len: u64) -> Result<(), DeviceError> {
+        self.lock().hbm.zero(pa, len).ok_or(DeviceError::BadCopy { pa, len, injected: false })
+    }
+
     /// Runs `f` on the device bytes `[pa, pa + len)`, borrowed in place when
     /// they lie in one 64 KiB storage chunk (else on a copy). `f` must not
     /// call back into the device (it runs under its lock).

@@ -646,7 +646,9 @@ fn execute_neff(
         Err(e) => return r.stage("execute", Err(e)),
     };
     let dev = rt.device();
-    if let Err(e) = crate::device::io::write_inputs(dev, &images, &inputs) {
+    if let Err(e) = crate::device::io::clear_outputs_and_scratch(dev, &images)
+        .and_then(|()| crate::device::io::write_inputs(dev, &images, &inputs))
+    {
         return r.stage("execute", Err(e.to_string()));
     }
     let records: u64 = images.iter().flat_map(|i| &i.engines).map(|e| e.records).sum();
