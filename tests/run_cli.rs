@@ -20,7 +20,7 @@ fn run_prints_the_seed_first_and_a_passing_report() {
     let s = stdout(&o);
     assert!(s.starts_with("seed 0\n"), "{s}");
     assert!(s.contains("pass  [5] simulated outputs equal the interpreter's"), "{s}");
-    assert!(s.contains("result   PASS (16 checks)"), "{s}");
+    assert!(s.contains("result   PASS (17 checks)"), "{s}");
     // The replay command comes second, before any work; each stage and check carries its time.
     assert_eq!(s.lines().nth(1), Some("replay:  lncsim run --seed 0 --cores 4 --size small"), "{s}");
     assert!(s.lines().filter(|l| l.starts_with("  ok") || l.starts_with("  pass")).all(|l| l.ends_with(" ms)")), "{s}");
@@ -61,7 +61,7 @@ fn json_stages_carry_millis_unless_no_times() {
     let v: serde_json::Value = serde_json::from_slice(&lncsim(&["run", "--json"]).stdout).unwrap();
     assert!(v["stages"].as_array().unwrap().iter().all(|s| s["millis"].as_f64().is_some()), "{v}");
     assert!(v["checks"].as_array().unwrap().iter().all(|s| s["millis"].as_f64().is_some()), "{v}");
-    assert_eq!(v["result"], "PASS (16 checks)");
+    assert_eq!(v["result"], "PASS (17 checks)");
     let a = lncsim(&["run", "--json", "--no-times"]).stdout;
     let v: serde_json::Value = serde_json::from_slice(&a).unwrap();
     assert!(v["stages"].as_array().unwrap().iter().all(|s| s.get("millis").is_none()), "{v}");
@@ -104,9 +104,9 @@ fn the_result_line_counts_the_failed_checks() {
     let s = stdout(&o);
     let line = s.lines().find(|l| l.starts_with("result   ")).unwrap();
     let failed = s.lines().filter(|l| l.starts_with("  FAIL  [")).count();
-    assert_eq!(line, format!("result   FAIL ({failed} of 16 checks failed)"), "{s}");
+    assert_eq!(line, format!("result   FAIL ({failed} of 17 checks failed)"), "{s}");
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains(&format!("FAIL ({failed} of 16 checks failed)")), "{err}");
+    assert!(err.contains(&format!("FAIL ({failed} of 17 checks failed)")), "{err}");
 }
 
 /// `neff pack --level`: level 0 stores, level 9 is smallest; each loads and runs.

@@ -60,6 +60,7 @@ use crate::device::{Fault, FaultPlan as DeviceFaults, SimDevice};
 use crate::tnc::{LoaderSpec, TncScenario};
 use crate::{DmaSpikes, FaultPlan, FiredSimFault, IssueStall, SimConfig, Simulation};
 use leftovers::{faulty_load_verdict, fired_load_verdict, unload_verdict};
+use lncsim_model::split::check_split;
 use outputs::compare;
 
 /// Where the run's program comes from.
@@ -363,6 +364,11 @@ fn run_program(cfg: &RunConfig, program: &Module, lines: Option<&SourceLines>, r
     r.stage(
         "split + allocate",
         Ok(format!("{} modules; HBM {} B (shared counted once)", per_core.len(), report.hbm.total)),
+    );
+    r.check(
+        "split checker: each op on its core once, only cross-core tensors shared, every handoff fenced",
+        &[5],
+        list(&check_split(program, &per_core)),
     );
     if feats.unflagged_barriers {
         let n = features::unflag_barriers(&mut per_core, cfg.seed);

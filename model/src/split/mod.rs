@@ -37,6 +37,9 @@
 
 use std::collections::HashMap;
 
+pub mod checker;
+pub use checker::{SplitViolation, check_split};
+
 use crate::ir::*;
 use crate::marks;
 use crate::namehash::NameSet;
