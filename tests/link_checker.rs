@@ -937,37 +937,6 @@ fn an_unflagged_barrier_keeps_its_id() {
     assert!(has(&v, ViolationKind::Barrier, &want), "{v:#?}");
 }
 
-/// An unflagged barrier keeps its id, so an input whose kept id another
-/// barrier of the link holds gives a slot collision: reported.
-#[test]
-fn a_kept_id_another_barrier_holds_is_a_duplicate() {
-    let (mut inputs, mut m) = linked4();
-    let (c, k) = (0..inputs.len())
-        .find_map(|c| inputs[c].functions[0].insts.iter().position(|i| i.name == "cb1").map(|k| (c, k)))
-        .unwrap();
-    let fi = core_function(&m, c as u32);
-    // Another barrier of the same core function holds `taken`.
-    let taken = m.functions[fi]
-        .insts
-        .iter()
-        .find_map(|i| match &i.op {
-            Op::CoreBarrier(b) if i.name != "cb1" => Some(b.id),
-            _ => None,
-        })
-        .unwrap();
-    let Op::CoreBarrier(b) = &mut inputs[c].functions[0].insts[k].op else { unreachable!() };
-    (b.flagged, b.id) = (false, taken);
-    barrier_mut(&mut m.functions[fi], "cb1").id = taken;
-    let v = check_link(&inputs, &m);
-    let want = format!("duplicate barrier ID {taken}: ");
-    assert!(
-        v.iter().any(|x| x.kind == ViolationKind::Barrier
-            && x.msg.starts_with(&want)
-            && x.msg.contains("an unflagged barrier keeps")),
-        "{v:#?}"
-    );
-}
-
 /// An input barrier may be named like the inserted completion barriers; it is
 /// still one barrier (its slot id is counted once).
 #[test]

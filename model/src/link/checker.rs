@@ -16,8 +16,7 @@
 //! placement, usage (kept, but for `fixOutputKind`'s output -> internal),
 //! shared flag and contents seed, and no remote target; slot ids of the
 //! barriers flagged before linking plus the completion barriers unique and
-//! dense from 0, flags cleared, unflagged ids kept and held by no other
-//! barrier (a slot is one barrier's), every group arrived at
+//! dense from 0, flags cleared, unflagged ids kept, every group arrived at
 //! exactly once by each participant, the completion barriers one group of
 //! every input core that no input barrier uses (the order of the slot ids,
 //! seed 000 §7, is `check_barrier_ids`' in the simulator crate, which every

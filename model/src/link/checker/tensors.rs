@@ -224,8 +224,6 @@ impl<'a> Ck<'a> {
     pub(super) fn barriers(&mut self, funcs: &BTreeMap<u32, FuncId>) {
         // (slot id, function name, instruction name): `function/instruction` is formatted only for a report.
         let mut renumbered: Vec<(u32, &str, &str)> = Vec::new();
-        // The barriers not flagged before linking, which keep their ids: (slot id, function, instruction).
-        let mut kept: Vec<(u32, &str, &str)> = Vec::new();
         // The inserted completion barriers: (barrier, function name, instruction name).
         let mut completions: Vec<(&CoreBarrier, &str, &str)> = Vec::new();
         let mut errs = Vec::new();
@@ -263,14 +261,8 @@ impl<'a> Ck<'a> {
                 }
                 if a.flagged {
                     renumbered.push((b.id, lf.name.as_str(), i.name.as_str()));
-                } else {
-                    kept.push((b.id, lf.name.as_str(), i.name.as_str()));
-                    if a.id != b.id {
-                        errs.push(format!(
-                            "core {c} `{}` was not flagged but its id changed {} -> {}",
-                            i.name, a.id, b.id
-                        ));
-                    }
+                } else if a.id != b.id {
+                    errs.push(format!("core {c} `{}` was not flagged but its id changed {} -> {}", i.name, a.id, b.id));
                 }
             }
         }
@@ -281,19 +273,6 @@ impl<'a> Ck<'a> {
         for w in renumbered.windows(2) {
             if w[0].0 == w[1].0 {
                 errs.push(format!("duplicate barrier ID {}: `{}` and `{}`", w[0].0, path(&w[0]), path(&w[1])));
-            }
-        }
-        // A kept id is a slot too: no other barrier of the linked module may hold it
-        // (the pairs of renumbered ones are reported above).
-        if !kept.is_empty() {
-            let mut all: Vec<(u32, bool, &str, &str)> = renumbered.iter().map(|r| (r.0, false, r.1, r.2)).collect();
-            all.extend(kept.iter().map(|r| (r.0, true, r.1, r.2)));
-            all.sort_by(|a, b| (a.0, a.2, a.3).cmp(&(b.0, b.2, b.3)));
-            for w in all.windows(2).filter(|w| w[0].0 == w[1].0 && (w[0].1 || w[1].1)) {
-                errs.push(format!(
-                    "duplicate barrier ID {}: `{}/{}` and `{}/{}` (an unflagged barrier keeps its slot id, which no other barrier may hold)",
-                    w[0].0, w[0].2, w[0].3, w[1].2, w[1].3
-                ));
             }
         }
         // Sorted by id: distinct and dense from 0 exactly when the k-th is k.
