@@ -503,3 +503,15 @@ fn the_linked_order_oracle_waits_for_semaphores_and_sees_a_lost_wait() {
     }
     assert!(matches!(run_linked_interleaved(&never, &inputs, 0), Err(InterleaveError::Deadlock(_))));
 }
+
+#[test]
+fn a_program_group_at_u32_max_splits_when_no_handoff_needs_a_group_and_is_refused_when_one_does() {
+    let own = "module g lnc 2\nloc x dram input i32[8]\nloc y dram output i32[8]\nloc z dram output i32[8]\nfunc main\n  args x, y, z\n  block entry\n    a = dve relu x[0..8] -> y[0..8] core 0\n    b0 = sp barrier group 4294967295 cores 0, 1 id 900 core 0 after a\n    b1 = sp barrier group 4294967295 cores 0, 1 id 901 core 1\n    c = dve relu x[0..8] -> z[0..8] core 1 after b1\n";
+    let p = ir::parse(own).unwrap();
+    assert!(split(&p).is_ok(), "{:?}", split(&p));
+    let handoff = own
+        .replace("c = dve relu x[0..8] -> z[0..8] core 1 after b1", "c = dve relu y[0..8] -> z[0..8] core 1 after b1")
+        .replace("loc y dram output", "loc y dram internal");
+    let p = ir::parse(&handoff).unwrap();
+    assert!(matches!(split(&p), Err(SplitError::GroupsExhausted { handoffs: 1, .. })), "{:?}", split(&p));
+}

@@ -162,12 +162,14 @@ pub fn subgraph_tables<'m>(members: &'m MemberTable, subgraph: &Subgraph) -> Vec
 
 /// The most bytes one load may reference: `file` payloads, engine tables and
 /// instruction streams of every subgraph, each counted once per reference
-/// (a member named by two vars counts twice), 2 GiB. Checked by
+/// (a member named by two vars counts twice), 4 GiB: as much as a NEFF may
+/// inflate to, so a real NEFF that stages each of its members once (an LNC=2
+/// NEFF carries a weight copy per subgraph) is never refused. Checked by
 /// [`load_bytes`] before any subgraph is built, so a small NEFF whose vars,
 /// engines and graphs name one large member many times is one `NRT_INVALID`
 /// line instead of gigabytes of staging (what the loader holds and the
 /// device materialises is at most a constant multiple of this).
-pub const MAX_LOAD_BYTES: u64 = 2 << 30;
+pub const MAX_LOAD_BYTES: u64 = 4 << 30;
 
 /// What subgraph `subgraph` references, in bytes (see [`MAX_LOAD_BYTES`]):
 /// its streams, tables and `file` members (whole members: an `.npy` header

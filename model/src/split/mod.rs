@@ -228,10 +228,12 @@ pub fn split(program: &Module) -> Result<Vec<Module>, SplitError> {
     });
     let first_group = used.max().map_or(0, |g| u64::from(g) + 1);
     let handoffs = (0..func.insts.len()).filter(|&p| !analysis.dependents.get(p).is_empty()).count();
-    let first_group = u32::try_from(first_group)
-        .ok()
-        .filter(|&g| u64::from(g) + handoffs as u64 <= u64::from(u32::MAX) + 1)
-        .ok_or(SplitError::GroupsExhausted { first: first_group, handoffs })?;
+    // No handoff: no group to number (the program may use group u32::MAX itself).
+    let first_group = match u32::try_from(first_group) {
+        _ if handoffs == 0 => 0,
+        Ok(g) if u64::from(g) + handoffs as u64 <= u64::from(u32::MAX) + 1 => g,
+        _ => return Err(SplitError::GroupsExhausted { first: first_group, handoffs }),
+    };
     let barrier_names = BarrierNames::new(func);
     Ok(build(func, &analysis, outs, first_group, &barrier_names))
 }

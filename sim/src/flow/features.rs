@@ -49,7 +49,15 @@ pub(crate) fn unflag_barriers(per_core: &mut [Module], seed: u64) -> usize {
     if chosen.is_empty() {
         chosen.push(groups[rng.random_range(0..groups.len())]);
     }
-    let base = u32::try_from(total.saturating_add(per_core.len())).unwrap_or(u32::MAX / 2);
+    // Above every id the renumbering can give and every id an arrival already holds
+    // (a program's own unflagged barriers keep theirs).
+    let held = per_core
+        .iter()
+        .flat_map(|m| m.functions.iter().flat_map(|f| &f.insts))
+        .filter_map(|i| if let Op::CoreBarrier(b) = &i.op { Some(b.id.saturating_add(1)) } else { None })
+        .max()
+        .unwrap_or(0);
+    let base = u32::try_from(total.saturating_add(per_core.len())).unwrap_or(u32::MAX / 2).max(held);
     let mut next = base;
     for m in per_core.iter_mut() {
         for f in &mut m.functions {
@@ -99,4 +107,33 @@ pub(crate) fn use_sem_pool(per_core: &mut [Module]) -> usize {
         n += 1;
     }
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use lncsim_model::ir::{Op, parse};
+    use lncsim_model::split::split;
+
+    #[test]
+    fn unflagged_ids_clear_every_id_an_arrival_already_holds() {
+        // A program barrier keeps ids 6 and 7 (unflagged, above the renumbering range); a handoff adds the split's own group.
+        let p = parse(
+            "module u lnc 2\nloc x dram input i32[8]\nloc t dram internal i32[8]\nloc y dram output i32[8]\nfunc main\n  args x, y\n  block entry\n    a = dve relu x[0..8] -> t[0..8] core 0\n    b0 = sp barrier group 0 cores 0, 1 id 6 core 0 after a\n    b1 = sp barrier group 0 cores 0, 1 id 7 core 1\n    c = dve relu t[0..8] -> y[0..8] core 1 after b1\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let per_core = split(&p).unwrap_or_else(|e| panic!("{e}"));
+        for seed in 0..8 {
+            let mut ms = per_core.clone();
+            assert!(super::unflag_barriers(&mut ms, seed) > 0);
+            let mut ids: Vec<u32> = ms
+                .iter()
+                .flat_map(|m| &m.functions[0].insts)
+                .filter_map(|i| if let Op::CoreBarrier(b) = &i.op { (!b.flagged).then_some(b.id) } else { None })
+                .collect();
+            ids.sort_unstable();
+            let n = ids.len();
+            ids.dedup();
+            assert_eq!(ids.len(), n, "seed {seed}: unflagged ids unique: {ids:?}");
+        }
+    }
 }
