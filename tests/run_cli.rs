@@ -370,6 +370,15 @@ fn each_contract_check_fails_on_its_planted_bug_and_passes_without_it() {
             3,
         ),
         (
+            // A codegen that loses destination offsets: generated programs write
+            // whole tensors from offset 0, so only split writes show it.
+            "drop-dst-offset",
+            "partial-writes",
+            "FAIL  [5] simulated outputs equal the interpreter's: ",
+            "differs first at element",
+            1,
+        ),
+        (
             "handle-rollback",
             "reloads",
             "FAIL  [6] registry: no H_NN or H_MODEL handed out twice in a run (reloads around the asymmetric S0 edge): ",

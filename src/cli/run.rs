@@ -64,8 +64,10 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',', value_name = "FAULT")]
     pub faults: Vec<String>,
     /// Features that reach the seed contracts' end-to-end checks, comma-separated: `placed-shared` (seeded
-    /// partition and bank on DRAM tensors), `unflagged-barriers` (barriers the linker must keep), `reloads`
-    /// (the runtime loads again, once faulted at the asymmetric S0 edge and left registered).
+    /// partition and bank on DRAM tensors), `unflagged-barriers` (barriers the linker must keep), `sem-pool`
+    /// (every core uses the highest semaphore of the merged pool), `reloads` (the runtime loads again, once
+    /// faulted at the asymmetric S0 edge and left registered), `partial-writes` (a third of the elementwise
+    /// writes split in two halves, so destinations start past element 0).
     #[arg(long, value_delimiter = ',', value_name = "FEATURE")]
     pub features: Vec<String>,
     /// Concurrent TNC-cache loaders stepped by the seeded scheduler (0 = none).
@@ -73,7 +75,7 @@ pub struct RunArgs {
     pub loaders: u32,
     /// Plant a bug on purpose: overlap-live-tensors, duplicate-barrier-id, unsynced-shared, drop-sem-signal,
     /// tnc-no-wake, hbm-shared-per-core, sync-address-only, renumber-unflagged, keep-intermediate-output,
-    /// handle-rollback (the last four turn on the feature they need).
+    /// single-core-sem-count, handle-rollback, drop-dst-offset (those that need a feature turn it on).
     #[arg(long, value_name = "NAME")]
     pub plant: Option<String>,
     /// The simulator's event budget: the run fails past it (decimal or 0x hex).

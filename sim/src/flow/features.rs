@@ -3,9 +3,88 @@
 //! program text) so that a seed contract's end-to-end check has something
 //! to see. Each draws from its own stream of the run seed.
 
-use lncsim_model::ir::{Engine, Inst, MemType, Module, Op, Usage};
+use lncsim_model::ir::{AccessPattern, ComputeKind, Dep, EdgeKind, Engine, Inst, InstId, MemType, Module, Op, Usage};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+
+/// `partial-writes`: a seeded third of the elementwise writes (relu, add,
+/// mul, DMA) of at least two elements, none in place, becomes two: `<name>.p0`
+/// writes the first half, then the instruction itself (its name, engine,
+/// core and edges, and a control edge on `<name>.p0`) writes the second half
+/// from the second half of every source. So destinations start past element
+/// 0 and a tensor is written in two pieces, which a codegen or loader that
+/// loses a destination offset gets wrong (generated programs write whole
+/// tensors from offset 0). The program's outputs are unchanged. Returns how
+/// many writes it split. O(n) plus one renumbering of the arena.
+pub(crate) fn partial_writes(program: &mut Module, seed: u64) -> usize {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x9A47_1A15);
+    let Some(f) = program.functions.first_mut() else { return 0 };
+    let names: std::collections::BTreeSet<String> = f.insts.iter().map(|i| i.name.to_string()).collect();
+    let n = f.insts.len();
+    // (instruction, its first half), in arena order.
+    let mut halves: Vec<(usize, InstId)> = Vec::new();
+    for i in 0..n {
+        let inst = &f.insts[i];
+        let (srcs, dst): (Vec<AccessPattern>, AccessPattern) = match &inst.op {
+            Op::Compute { kind: ComputeKind::Relu | ComputeKind::Add | ComputeKind::Mul, srcs, dst } => {
+                (srcs.to_vec(), *dst)
+            }
+            Op::DmaCopy { src, dst } => (vec![*src], *dst),
+            _ => continue,
+        };
+        if dst.len < 2 || srcs.iter().any(|s| s.loc == dst.loc || s.len != dst.len) {
+            continue;
+        }
+        if rng.random_range(0..3) != 0 {
+            continue;
+        }
+        let name = format!("{}.p0", inst.name);
+        if names.contains(&name) {
+            continue;
+        }
+        let h = dst.len / 2;
+        let head = |a: &AccessPattern| AccessPattern { len: h, ..*a };
+        let tail = |a: &AccessPattern| AccessPattern { offset: a.offset + h, len: a.len - h, ..*a };
+        let (head_op, tail_op) = match &inst.op {
+            Op::Compute { kind, .. } => (
+                Op::Compute { kind: *kind, srcs: srcs.iter().map(head).collect(), dst: head(&dst) },
+                Op::Compute { kind: *kind, srcs: srcs.iter().map(tail).collect(), dst: tail(&dst) },
+            ),
+            _ => (
+                Op::DmaCopy { src: head(&srcs[0]), dst: head(&dst) },
+                Op::DmaCopy { src: tail(&srcs[0]), dst: tail(&dst) },
+            ),
+        };
+        let mut first = inst.clone();
+        first.name = name.into();
+        first.op = head_op;
+        let id = InstId::from_index(f.insts.len());
+        f.insts.push(first);
+        let second = &mut f.insts[i];
+        second.op = tail_op;
+        second.deps.push(Dep { inst: id, kind: EdgeKind::Control });
+        halves.push((i, id));
+    }
+    let split = halves.len();
+    if split > 0 {
+        let mut first_half: Vec<Option<InstId>> = vec![None; n];
+        for &(i, id) in &halves {
+            first_half[i] = Some(id);
+        }
+        for b in &mut f.blocks {
+            let mut listed = Vec::with_capacity(b.insts.len());
+            for &id in &b.insts {
+                if let Some(h) = first_half.get(id.index()).copied().flatten() {
+                    listed.push(h);
+                }
+                listed.push(id);
+            }
+            b.insts = listed;
+        }
+        f.canonicalize();
+    }
+    split
+}
 
 /// `placed-shared`: every DRAM internal, spill or output tensor of `program`
 /// gets a seeded (partition 1..=3, bank 0..=3), so that a shared tensor's
@@ -113,6 +192,25 @@ pub(crate) fn use_sem_pool(per_core: &mut [Module]) -> usize {
 mod tests {
     use lncsim_model::ir::{Op, parse};
     use lncsim_model::split::split;
+
+    #[test]
+    fn partial_writes_keep_the_outputs_and_write_past_element_zero() {
+        use lncsim_model::program::{GenConfig, SizeClass, generate, interpret, seeded_inputs};
+        let mut split_any = 0;
+        for seed in 0..16u64 {
+            let p = generate(&GenConfig::new(seed, 1 + (seed % 4) as u32, SizeClass::Small));
+            let inputs = seeded_inputs(&p, seed);
+            let mut q = p.clone();
+            let n = super::partial_writes(&mut q, seed);
+            split_any += n;
+            q.verify().unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            assert_eq!(q.functions[0].insts.len(), p.functions[0].insts.len() + n);
+            assert_eq!(interpret(&q, &inputs).unwrap(), interpret(&p, &inputs).unwrap(), "seed {seed}");
+            let past_zero = q.functions[0].insts.iter().filter_map(|i| i.write()).filter(|w| w.offset > 0).count();
+            assert!(past_zero >= n, "seed {seed}: every split writes a second half past 0");
+        }
+        assert!(split_any > 16, "the feature split only {split_any} writes over 16 programs");
+    }
 
     #[test]
     fn unflagged_ids_clear_every_id_an_arrival_already_holds() {

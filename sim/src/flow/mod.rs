@@ -145,15 +145,19 @@ pub struct Features {
     /// `reloads`: after the run, the same runtime loads the NEFF again, once
     /// faulted at the asymmetric S0 edge and left registered (seed 002).
     pub reloads: bool,
+    /// `partial-writes`: a seeded third of the program's elementwise writes
+    /// become two halves, so destinations start past element 0.
+    pub partial_writes: bool,
 }
 
 impl Features {
     /// Every feature's `--features` word.
-    pub const NAMES: [&'static str; 4] = ["placed-shared", "unflagged-barriers", "sem-pool", "reloads"];
+    pub const NAMES: [&'static str; 5] =
+        ["placed-shared", "unflagged-barriers", "sem-pool", "reloads", "partial-writes"];
 
     /// The `--features` words of the features that are on.
     pub fn words(&self) -> Vec<&'static str> {
-        let on = [self.placed_shared, self.unflagged_barriers, self.sem_pool, self.reloads];
+        let on = [self.placed_shared, self.unflagged_barriers, self.sem_pool, self.reloads, self.partial_writes];
         Self::NAMES.iter().zip(on).filter(|(_, on)| *on).map(|(n, _)| *n).collect()
     }
 
@@ -164,6 +168,7 @@ impl Features {
             "unflagged-barriers" => self.unflagged_barriers = true,
             "sem-pool" => self.sem_pool = true,
             "reloads" => self.reloads = true,
+            "partial-writes" => self.partial_writes = true,
             _ => return false,
         }
         true
@@ -220,6 +225,7 @@ impl RunConfig {
             Some(PlantedBug::RenumberUnflagged) => f.unflagged_barriers = true,
             Some(PlantedBug::HandleRollback) => f.reloads = true,
             Some(PlantedBug::SingleCoreSemCount) => f.sem_pool = true,
+            Some(PlantedBug::DropDstOffset) => f.partial_writes = true,
             _ => {}
         }
         f
@@ -327,10 +333,16 @@ pub fn run_observed(cfg: &RunConfig, on: &mut dyn FnMut(Progress<'_>)) -> RunRep
 fn run_program(cfg: &RunConfig, program: &Module, lines: Option<&SourceLines>, r: &mut Rec<'_>) {
     let feats = cfg.effective_features();
     let placed;
-    let program = if feats.placed_shared {
+    let program = if feats.placed_shared || feats.partial_writes {
         let mut p = program.clone();
-        let n = features::place_shared(&mut p, cfg.seed);
-        r.stage("features", Ok(format!("placed-shared: {n} DRAM tensors given a seeded partition and bank")));
+        if feats.partial_writes {
+            let n = features::partial_writes(&mut p, cfg.seed);
+            r.stage("features", Ok(format!("partial-writes: {n} writes split in two halves")));
+        }
+        if feats.placed_shared {
+            let n = features::place_shared(&mut p, cfg.seed);
+            r.stage("features", Ok(format!("placed-shared: {n} DRAM tensors given a seeded partition and bank")));
+        }
         placed = p;
         &placed
     } else {
@@ -477,6 +489,9 @@ fn run_program(cfg: &RunConfig, program: &Module, lines: Option<&SourceLines>, r
         return;
     }
     if cfg.plant == Some(PlantedBug::DropSemSignal) && !plant(r, plant::drop_sem_signal(&mut codes)) {
+        return;
+    }
+    if cfg.plant == Some(PlantedBug::DropDstOffset) && !plant(r, plant::drop_dst_offset(&mut codes)) {
         return;
     }
     let bytes = match pack_code(

@@ -38,11 +38,14 @@ pub enum PlantedBug {
     SingleCoreSemCount,
     /// In the registry: the asymmetric S0 edge takes back the handles of a model that stays registered.
     HandleRollback,
+    /// After codegen: every compute record writes at offset 0 of its destination
+    /// var (a lost destination offset); needs `partial-writes` to be seen.
+    DropDstOffset,
 }
 
 impl PlantedBug {
     /// Every planted bug.
-    pub const ALL: [PlantedBug; 11] = [
+    pub const ALL: [PlantedBug; 12] = [
         PlantedBug::OverlapLiveTensors,
         PlantedBug::DuplicateBarrierId,
         PlantedBug::UnsyncedShared,
@@ -54,6 +57,7 @@ impl PlantedBug {
         PlantedBug::KeepIntermediateOutput,
         PlantedBug::SingleCoreSemCount,
         PlantedBug::HandleRollback,
+        PlantedBug::DropDstOffset,
     ];
 
     /// The name `--plant` takes.
@@ -70,6 +74,7 @@ impl PlantedBug {
             PlantedBug::KeepIntermediateOutput => "keep-intermediate-output",
             PlantedBug::SingleCoreSemCount => "single-core-sem-count",
             PlantedBug::HandleRollback => "handle-rollback",
+            PlantedBug::DropDstOffset => "drop-dst-offset",
         }
     }
 
@@ -206,6 +211,26 @@ pub fn drop_sem_signal(codes: &mut [CoreCode]) -> Result<String, String> {
         }
     }
     Err("no record signals a semaphore".into())
+}
+
+/// Makes every compute record write at offset 0 of its destination var: a
+/// codegen that loses the destination's offset (operand 0's byte offset).
+pub fn drop_dst_offset(codes: &mut [CoreCode]) -> Result<String, String> {
+    let mut n = 0usize;
+    for c in codes.iter_mut() {
+        for e in c.engines.iter_mut() {
+            for r in e.records.iter_mut().filter(|r| matches!(r.opcode, Opcode::Add | Opcode::Mul | Opcode::Relu)) {
+                if r.ops[0].b != 0 {
+                    r.ops[0].b = 0;
+                    n += 1;
+                }
+            }
+        }
+    }
+    if n == 0 {
+        return Err("no compute record writes past the start of its destination".into());
+    }
+    Ok(format!("{n} compute records lost their destination offset"))
 }
 
 /// Counts each module's shared bytes into the total (as a per-core accounting

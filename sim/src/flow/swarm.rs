@@ -92,6 +92,7 @@ pub fn mix(seed: u64, cores_max: u32) -> RunConfig {
     cfg.features.unflagged_barriers = frng.random_range(0..100) < 40;
     cfg.features.reloads = frng.random_range(0..100) < 30;
     cfg.features.sem_pool = frng.random_range(0..100) < 40;
+    cfg.features.partial_writes = frng.random_range(0..100) < 40;
     cfg
 }
 
