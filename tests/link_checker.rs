@@ -115,6 +115,41 @@ fn a_lost_or_weakened_alias_is_reported() {
     assert!(has(&check_link(&inputs, &m), ViolationKind::Alias, "t7_in1"));
 }
 
+/// Two cores' views of one tensor under one name (the `link` fuzz target's
+/// crash-dbb5330b): the linker keeps both, the later renamed `<name>.nc<core>`;
+/// each view's survivor is its own location, so the clean link passes, and
+/// the renamed view losing its alias is still reported.
+#[test]
+fn views_of_one_name_on_two_cores_each_keep_their_own_alias() {
+    let mut modules = per_core_modules(&generate(&GenConfig::new(3, 4, SizeClass::Small))).unwrap();
+    // The first view whose target another core's view also reads.
+    let views = |m: &Module| -> Vec<(String, String, u32)> {
+        m.memlocs
+            .iter()
+            .filter_map(|l| l.remote_local_target.as_ref().map(|r| (l.name.to_string(), r.name.to_string(), r.core)))
+            .collect()
+    };
+    let (a, b, name, view) = (0..modules.len())
+        .flat_map(|a| (a + 1..modules.len()).map(move |b| (a, b)))
+        .find_map(|(a, b)| {
+            let vb = views(&modules[b]);
+            views(&modules[a])
+                .into_iter()
+                .find_map(|(n, t, c)| vb.iter().find(|x| x.1 == t && x.2 == c).map(|x| (a, b, n, x.0.clone())))
+        })
+        .expect("two cores viewing one tensor");
+    let id = modules[b].loc_by_name(&view).unwrap();
+    modules[b].memlocs[id.index()].name = name.as_str().into();
+    let mut m = link(&modules).unwrap();
+    assert_eq!(check_link(&modules, &m), vec![], "both views kept under two names must pass");
+    let core_b = modules[b].attrs.neuron_core_id.unwrap();
+    let renamed = m.loc_by_name(&format!("{name}.nc{core_b}")).expect("the second view renamed");
+    assert!(m.loc_by_name(&name).is_some(), "core {a}'s view keeps its name");
+    m.memlocs[renamed.index()].aliases.clear();
+    let v = check_link(&modules, &m);
+    assert!(has(&v, ViolationKind::Alias, &format!("view `{name}` of core {core_b} lost its must-alias")), "{v:#?}");
+}
+
 #[test]
 fn a_moved_shared_address_is_reported() {
     let inputs: Vec<Module> =

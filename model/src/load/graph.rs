@@ -199,6 +199,17 @@ pub fn kelf_load<'m>(
     let isa = if tool.starts_with(LNCSIM_TOOL) { Isa::Lncsim } else { Isa::Opaque };
     if isa == Isa::Opaque {
         marks::hit("load.s2.opaque_isa");
+        if let Some(records) = lncsim_streams(members, neff) {
+            marks::hit("load.s2.mislabelled_isa");
+            let sg = &neff.subgraphs[0];
+            return Err(bad(
+                sg,
+                format!(
+                    "info.json's tool_version {tool:?} names another tool, but all {records} instruction records \
+                     decode as lncsim records naming def.json vars; refusing to stage them unrelocated"
+                ),
+            ));
+        }
     }
     let kbins = neff
         .subgraphs
@@ -207,6 +218,41 @@ pub fn kelf_load<'m>(
         .map(|(i, sg)| construct_kbin(members, i as u32, sg, isa))
         .collect::<Result<Vec<_>, _>>()?;
     Ok((neff.target, isa, kbins))
+}
+
+/// Whether the NEFF's streams look like lncsim's although `info.json` says
+/// otherwise: at least one record, every record of every subgraph's streams
+/// decodes as an lncsim record, and every compute record's first operand
+/// names one of its subgraph's def.json vars by var_id. `Some(records)` then.
+/// Staged opaque, such streams would run with var-relative addresses; the
+/// rule is looser than the load checker's (which also bounds every operand
+/// by its var), so whatever that checker would call lncsim is refused here.
+/// A real stream passes with negligible odds (opcode byte, wait count and a
+/// var id at fixed offsets). O(r log v) in records and vars.
+fn lncsim_streams(members: &MemberTable, neff: &Manifests) -> Option<u64> {
+    use crate::codegen::record::{Opcode, RECORD_SIZE, Record};
+    let mut records = 0u64;
+    for sg in &neff.subgraphs {
+        let ids: std::collections::BTreeSet<u32> = sg.def.var.values().map(|v| v.var_id).collect();
+        for e in &sg.engines {
+            let stream = members.get(&e.instr_member).unwrap_or_default();
+            if !stream.len().is_multiple_of(RECORD_SIZE) {
+                return None;
+            }
+            for chunk in stream.chunks(RECORD_SIZE) {
+                let r = Record::decode(chunk).ok()?;
+                let compute = matches!(
+                    r.opcode,
+                    Opcode::Add | Opcode::Mul | Opcode::MatMul | Opcode::PseudoAddN | Opcode::Relu | Opcode::Reduce
+                );
+                if compute && !ids.contains(&r.ops[0].a) {
+                    return None;
+                }
+                records += 1;
+            }
+        }
+    }
+    (records > 0).then_some(records)
 }
 
 type Resolved = (BTreeMap<String, IoVar>, Vec<RemoteVar>, u64);

@@ -75,6 +75,7 @@ pub const SEED_MARKS: &[&str] = &[
     "load.s2.kelp_json",
     "load.s2.load_bytes_limit",
     "load.s2.logical_cores",
+    "load.s2.mislabelled_isa",
     "load.s2.neff_json_missing",
     "load.s2.opaque_isa",
     "load.s2.remote_var_mismatch",

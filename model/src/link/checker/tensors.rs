@@ -347,6 +347,8 @@ impl<'a> Ck<'a> {
         let mut view_locs = std::mem::take(&mut self.view_locs);
         let mut handoffs = std::mem::take(&mut self.handoffs);
         let place = |l: &MemoryLocation| (l.address, l.partition, l.bank);
+        // Linked locations already standing for a view.
+        let mut claimed = vec![false; self.linked.memlocs.len()];
         for (&c, m) in &self.inputs {
             for (vi, v) in m.memlocs.iter().enumerate() {
                 let Some(r) = &v.remote_local_target else { continue };
@@ -384,11 +386,23 @@ impl<'a> Ck<'a> {
                     errs.push((ViolationKind::Shared, msg));
                 }
                 // The view survives as the location of its name (or the
-                // documented rename) with a must-alias to the unified one.
-                let survivor = self.must_aliases_to(unified).find(|&s| {
-                    let n = &linked.memlocs[s.index()].name;
-                    s != unified && (*n == v.name || starts_with_rename(n, &v.name, c))
-                });
+                // documented rename) with a must-alias to the unified one; a
+                // location survives one view only, and the rename naming
+                // this core wins over the bare name (which another core's
+                // view of the same name may hold).
+                let free = |s: MemLocId| s != unified && !claimed.get(s.index()).is_some_and(|&b| b);
+                let named = |s: &MemLocId| linked.memlocs[s.index()].name == v.name;
+                let renamed = |s: &MemLocId| starts_with_rename(&linked.memlocs[s.index()].name, &v.name, c);
+                let survivor = self
+                    .must_aliases_to(unified)
+                    .filter(|&s| free(s))
+                    .find(renamed)
+                    .or_else(|| self.must_aliases_to(unified).filter(|&s| free(s)).find(named));
+                if let Some(s) = survivor
+                    && let Some(b) = claimed.get_mut(s.index())
+                {
+                    *b = true;
+                }
                 match survivor {
                     None => {
                         let msg = format!("view `{}` of core {c} lost its must-alias to `{}`", v.name, u.name);
