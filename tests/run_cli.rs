@@ -472,3 +472,27 @@ fn a_partly_written_output_and_a_partly_written_internal_pass() {
     assert_eq!(code, Some(0), "{s}");
     assert!(s.contains("pass  [5] simulated outputs equal the interpreter's"), "{s}");
 }
+
+/// Checks that judged nothing say so: a one-engine program compares no
+/// access with another engine's (happens-before), and a single TNC loader
+/// never meets a busy slot; two loaders of one NEFF do, and pass.
+#[test]
+fn checks_that_judged_nothing_are_not_exercised() {
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/");
+    let o = lncsim(&["run", &format!("{data}one_engine.bir"), "--loaders", "1", "--no-times"]);
+    let s = stdout(&o);
+    assert!(o.status.success(), "{s}");
+    assert!(
+        s.contains("n/a   [5] happens-before: no unsynchronised conflicting accesses: not exercised: no access met"),
+        "{s}"
+    );
+    assert!(
+        s.contains("n/a   [4] TNC cache: every loader finishes, slot back to UNINIT, ref count 0: not exercised"),
+        "{s}"
+    );
+    // The demo's two engines meet on `t`; two loaders share one slot.
+    let o = lncsim(&["run", &format!("{data}demo.bir"), "--loaders", "2", "--no-times"]);
+    let s = stdout(&o);
+    assert!(s.contains("pass  [5] happens-before"), "{s}");
+    assert!(s.contains("pass  [4] TNC cache"), "{s}");
+}

@@ -146,6 +146,55 @@ fn a_missing_dependency_between_engines_is_a_race_naming_both_instructions() {
     }
 }
 
+/// A return before the end of its stream ends the engine with work left:
+/// the execution check reports the records that never ran.
+#[test]
+fn a_return_with_records_after_it_is_reported() {
+    let s = stage(&module(ONE_CORE), 3);
+    patch_record(&s.device, &s.images[0], Engine::Dve, |r| r.opcode == Opcode::Add, |r| r.opcode = Opcode::Return);
+    let rec = Recorder::start();
+    let (report, _) = s.run(SimConfig::seeded(0));
+    assert!(rec.hits("sim.unreached") > 0);
+    let v = report.of_kind("illegal").next().unwrap_or_else(|| panic!("{report}"));
+    assert!(
+        matches!(v, Violation::Illegal { site, reason: Illegal::Unreached(n) } if site.engine == Engine::Dve && *n >= 1),
+        "{v}"
+    );
+    assert!(v.to_string().contains("records after it, which never run"), "{v}");
+    // The unpatched stream ends in its return: nothing reported.
+    let clean = stage(&module(ONE_CORE), 3);
+    let (report, _) = clean.run(SimConfig::seeded(0));
+    assert_eq!(report.of_kind("illegal").count(), 0, "{report}");
+}
+
+/// Past `max_violations`, the first violation of each kind is still kept:
+/// a flood of one kind cannot hide another from its family's check.
+#[test]
+fn the_cap_keeps_the_first_violation_of_every_kind() {
+    let s = stage(&module(ONE_CORE), 3);
+    patch_record(&s.device, &s.images[0], Engine::Act, |r| r.opcode == Opcode::Relu, |r| r.waits = [None; 2]);
+    patch_record(
+        &s.device,
+        &s.images[0],
+        Engine::Pool,
+        |r| r.opcode == Opcode::Reduce,
+        |r| r.opcode = Opcode::PseudoAddN,
+    );
+    let full = s.run(SimConfig::seeded(0).with_jitter()).0;
+    let kinds = |r: &lncsim_sim::SimReport| {
+        let mut k: Vec<&str> = r.violations.iter().map(|v| v.kind()).collect();
+        k.sort_unstable();
+        k.dedup();
+        k
+    };
+    let all = kinds(&full);
+    assert!(all.contains(&"race") && all.contains(&"illegal") && all.len() >= 2, "{full}");
+    let capped = s.run(SimConfig { max_violations: 1, ..SimConfig::seeded(0).with_jitter() }).0;
+    assert_eq!(kinds(&capped), all, "{capped}");
+    assert_eq!(capped.violations.len(), all.len());
+    assert_eq!(capped.violations.len() as u64 + capped.violations_dropped, full.violations.len() as u64);
+}
+
 #[test]
 fn an_unexpanded_pseudo_instruction_is_illegal_and_halts_its_engine() {
     let s = stage(&module(ONE_CORE), 3);

@@ -48,7 +48,7 @@
 
 use crate::check::intervals::Intervals;
 use crate::check::ownership::clobbered;
-use crate::check::race::{Tag, ordered};
+use crate::check::race::{NO_THREAD, Tag, ordered};
 use crate::check::violation::RaceKind;
 use crate::engine::config::Checks;
 use crate::engine::decode::MemRef;
@@ -105,6 +105,9 @@ pub(crate) struct Shadow {
     /// Scratch: the pieces of a read to check, and the races of one access.
     todo: Vec<(u64, u64)>,
     races: Vec<(RaceKind, Tag, u64)>,
+    /// Prior accesses by another thread that an access was ordered against
+    /// (the race detector's comparisons; 0: it judged nothing).
+    pub(crate) compared: u64,
 }
 
 impl Shadow {
@@ -120,6 +123,7 @@ impl Shadow {
             checks,
             todo: Vec::new(),
             races: Vec::new(),
+            compared: 0,
         };
         if !shadowed {
             return sh;
@@ -206,8 +210,11 @@ impl Shadow {
         for &(pa, pb) in &todo {
             for (s, _, w) in local.writes.overlapping(pa, pb) {
                 let addr = s.max(pa);
-                if self.checks.races && !ordered(w.tag, tag.thread, vc) {
-                    self.races.push((RaceKind::WriteRead, w.tag, addr));
+                if self.checks.races {
+                    self.compared += u64::from(other(w.tag, tag.thread));
+                    if !ordered(w.tag, tag.thread, vc) {
+                        self.races.push((RaceKind::WriteRead, w.tag, addr));
+                    }
                 }
                 if self.checks.ownership && !clobber && clobbered(w.owner, m.owner) {
                     clobber = true;
@@ -232,6 +239,7 @@ impl Shadow {
         self.races.clear();
         if self.checks.races {
             for (s, _, w) in local.writes.overlapping(a, b) {
+                self.compared += u64::from(other(w.tag, tag.thread));
                 if !ordered(w.tag, tag.thread, vc) {
                     self.races.push((RaceKind::WriteWrite, w.tag, s.max(a)));
                 }
@@ -256,8 +264,11 @@ impl Shadow {
                 for (s, e, rd) in reads.overlapping(ga, gb) {
                     if s < b && e > a {
                         any = true;
-                        if self.checks.races && !ordered(rd.tag, tag.thread, vc) {
-                            self.races.push((RaceKind::ReadWrite, rd.tag, s.max(a)));
+                        if self.checks.races {
+                            self.compared += u64::from(other(rd.tag, tag.thread));
+                            if !ordered(rd.tag, tag.thread, vc) {
+                                self.races.push((RaceKind::ReadWrite, rd.tag, s.max(a)));
+                            }
                         }
                     }
                     // What is left of it after the write, inside the edge granules.
@@ -296,6 +307,11 @@ impl Shadow {
     }
 }
 
+/// Whether `prior` is an access by a thread other than `thread`.
+fn other(prior: Tag, thread: u16) -> bool {
+    prior.thread != NO_THREAD && prior.thread != thread
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,6 +339,28 @@ mod tests {
                 Finding::Clobber { .. } => None,
             })
             .collect()
+    }
+
+    /// `compared` counts the prior accesses of other threads an access was
+    /// judged against, whether ordered or racing, and never a thread's own.
+    #[test]
+    fn comparisons_count_other_threads_priors_only() {
+        let mut sh = one(2, &[]);
+        let mut out = Vec::new();
+        sh.write(&mem(0, 100, NONE), tag(0, 1, 10), &[1, 0], &mut out);
+        sh.read(&mem(0, 100, NONE), tag(0, 2, 11), &[2, 0], &mut out);
+        sh.write(&mem(0, 100, NONE), tag(0, 3, 12), &[3, 0], &mut out);
+        assert_eq!(sh.compared, 0, "one thread alone compares nothing");
+        // Thread 1, ordered after thread 0's write: one write compared for its read.
+        sh.read(&mem(0, 10, NONE), tag(1, 1, 13), &[3, 1], &mut out);
+        assert_eq!(sh.compared, 1);
+        // Thread 0 writes over thread 1's read, unordered: one read compared, one race.
+        sh.write(&mem(0, 10, NONE), tag(0, 4, 14), &[4, 0], &mut out);
+        assert_eq!(sh.compared, 2);
+        assert_eq!(races(&out), vec![(RaceKind::ReadWrite, 13, 0)]);
+        // Thread 1 writes over thread 0's write, ordered: one more.
+        sh.write(&mem(0, 10, NONE), tag(1, 2, 15), &[4, 2], &mut out);
+        assert_eq!(sh.compared, 3);
     }
 
     #[test]

@@ -131,6 +131,8 @@ pub enum Illegal {
     Queue(u32),
     /// A DMA record naming a descriptor past the ring, or disagreeing with it.
     Descriptor(String),
+    /// A return with this many records after it in its stream, which never run.
+    Unreached(u64),
 }
 
 impl fmt::Display for Illegal {
@@ -146,6 +148,7 @@ impl fmt::Display for Illegal {
             },
             Illegal::Queue(q) => write!(f, "DMA queue {q} does not exist on the core"),
             Illegal::Descriptor(e) => write!(f, "bad DMA descriptor: {e}"),
+            Illegal::Unreached(n) => write!(f, "return with {n} records after it, which never run"),
         }
     }
 }

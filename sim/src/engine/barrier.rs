@@ -5,7 +5,10 @@
 //! duplicated after link). Choice: the colliding arrival still counts for its
 //! group, so one run can find a collision and what follows from it.
 //!
-//! Cost: O(log g + log p) per arrival (g pending groups, p participants:
+//! Every arrival's core must list the same participants as the group's first
+//! arrival's core (else a mismatch: the cores disagree on who meets there).
+//!
+//! Cost: O(log g + p) per arrival (g pending groups, p participants:
 //! the core's participant list is sorted when the program is built), and a
 //! completing group releases its p arrivals in O(p log s) for s held slots.
 
@@ -36,6 +39,8 @@ pub(crate) enum BarrierIssue {
 #[derive(Debug)]
 struct Group {
     expected: u32,
+    /// The participants the first arrival's core listed for the group.
+    listed: Vec<u32>,
     arrived: Vec<Arrival>,
     /// The cores (by index) that arrived.
     cores: BTreeSet<u32>,
@@ -50,6 +55,8 @@ pub(crate) struct Barriers {
     pub completed: u64,
     /// Arrival lists handed back by [`Barriers::recycle`], reused for new groups.
     spare: Vec<Vec<Arrival>>,
+    /// Participant lists of completed groups, reused likewise.
+    spare_lists: Vec<Vec<u32>>,
 }
 
 impl Barriers {
@@ -78,12 +85,21 @@ impl Barriers {
         } else {
             self.slots.insert(a.slot, a);
         }
-        let spare = &mut self.spare;
-        let g = self.groups.entry(group).or_insert_with(|| Group {
-            expected: count,
-            arrived: spare.pop().unwrap_or_default(),
-            cores: BTreeSet::new(),
+        let (spare, spare_lists) = (&mut self.spare, &mut self.spare_lists);
+        let g = self.groups.entry(group).or_insert_with(|| {
+            let mut listed = spare_lists.pop().unwrap_or_default();
+            listed.extend(participants.into_iter().flatten());
+            Group { expected: count, listed, arrived: spare.pop().unwrap_or_default(), cores: BTreeSet::new() }
         });
+        if let Some(p) = participants
+            && !g.arrived.is_empty()
+            && *p != g.listed
+        {
+            issues.push(BarrierIssue::Mismatch(format!(
+                "core {} lists participants {p:?}, an earlier arrival's core listed {:?}",
+                a.core, g.listed
+            )));
+        }
         if g.expected != count {
             issues.push(BarrierIssue::Mismatch(format!(
                 "the record says {count} participants, an earlier arrival said {}",
@@ -97,7 +113,9 @@ impl Barriers {
         if (g.arrived.len() as u64) < u64::from(g.expected) {
             return None;
         }
-        let done = self.groups.remove(&group).map(|g| g.arrived).unwrap_or_default();
+        let Group { arrived: done, mut listed, .. } = self.groups.remove(&group)?;
+        listed.clear();
+        self.spare_lists.push(listed);
         for x in &done {
             if self.slots.get(&x.slot) == Some(x) {
                 self.slots.remove(&x.slot);
@@ -146,5 +164,27 @@ mod tests {
         issues.clear();
         b.arrive(arr(2, 9), 5, 2, Some(&p), &mut issues);
         assert!(matches!(&issues[0], BarrierIssue::Mismatch(m) if m.contains("not among")));
+    }
+
+    /// Core 0 meets core 1, core 2 meets core 0, both two participants: the
+    /// group completes with cores 0 and 2, which core 0 never listed.
+    #[test]
+    fn cores_that_list_different_participants_for_a_group_are_a_mismatch() {
+        let mut b = Barriers::default();
+        let mut issues = Vec::new();
+        b.arrive(arr(0, 1), 9, 2, Some(&vec![0, 1]), &mut issues);
+        assert!(issues.is_empty());
+        assert!(b.arrive(arr(2, 2), 9, 2, Some(&vec![0, 2]), &mut issues).is_some());
+        assert_eq!(issues.len(), 1, "{issues:?}");
+        assert!(
+            matches!(&issues[0], BarrierIssue::Mismatch(m)
+                if m == "core 2 lists participants [0, 2], an earlier arrival's core listed [0, 1]"),
+            "{issues:?}"
+        );
+        // The same lists in a later group: nothing, and the recycled list is not stale.
+        issues.clear();
+        b.arrive(arr(0, 1), 10, 2, Some(&vec![0, 2]), &mut issues);
+        b.arrive(arr(2, 2), 10, 2, Some(&vec![0, 2]), &mut issues);
+        assert!(issues.is_empty(), "{issues:?}");
     }
 }

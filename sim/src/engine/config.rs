@@ -55,7 +55,7 @@ pub struct SimConfig {
     pub checks: Checks,
     /// Record a trace for [`crate::Trace::write_chrome`] (costs memory; the trace hash is always computed).
     pub trace: bool,
-    /// Violations kept in the report; later ones are only counted.
+    /// Violations kept in the report; later ones are only counted, except the first of each kind.
     pub max_violations: usize,
 }
 

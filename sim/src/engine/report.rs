@@ -91,11 +91,14 @@ pub struct SimReport {
     pub barrier_arrivals: u64,
     /// Memory accesses the shadow memory and the race detector looked at.
     pub shadowed_accesses: u64,
+    /// Prior accesses by another engine or core that the race detector
+    /// ordered an access against (0: the happens-before check judged nothing).
+    pub race_comparisons: u64,
     /// Bytes of HBM the simulator mirrored (every var of every core).
     pub mirrored_bytes: u64,
     /// Per-core figures.
     pub cores: Vec<CoreStats>,
-    /// Every violation found (up to `max_violations`).
+    /// Every violation found, up to `max_violations`, and past it the first of each kind.
     pub violations: Vec<Violation>,
     /// The simulated time each violation was found at (parallel to `violations`).
     pub violation_ns: Vec<Time>,

@@ -8,7 +8,7 @@ use lncsim_model::codegen::record::Opcode;
 use lncsim_model::marks;
 use rand::RngExt;
 
-use crate::check::violation::Violation;
+use crate::check::violation::{Illegal, Violation};
 use crate::engine::barrier::{Arrival, BarrierIssue};
 use crate::engine::decode::Instr;
 use crate::engine::processor::State;
@@ -292,6 +292,13 @@ impl Simulation {
         if ins.op == Some(Opcode::Return) {
             eng.state = State::Done;
             eng.stats.finished_at = Some(now);
+            // A return ends the stream: records after it would be silently lost work.
+            let left = (streams[e].instrs.len() as u64).saturating_sub(u64::from(pc) + 1);
+            if left > 0 {
+                marks::hit("sim.unreached");
+                let site = self.site(e, pc, None);
+                self.report_violation(Violation::Illegal { site, reason: Illegal::Unreached(left) });
+            }
         } else {
             eng.state = State::Ready;
         }

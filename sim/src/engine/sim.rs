@@ -54,6 +54,8 @@ pub struct Simulation {
     /// When each violation was found (parallel to `violations`).
     pub(crate) violation_ns: Vec<Time>,
     pub(crate) dropped: u64,
+    /// The kinds of violation kept so far (a dozen at most).
+    pub(crate) kinds_kept: Vec<&'static str>,
     pub(crate) seen_races: BTreeSet<(u32, u8, u32, u8)>,
     pub(crate) seen_clobbers: BTreeSet<(u32, u8)>,
     pub(crate) findings: Vec<Finding>,
@@ -142,6 +144,7 @@ impl Simulation {
             violation_ns: vec![0; violations.len()],
             violations,
             dropped: 0,
+            kinds_kept: Vec::new(),
             seen_races: BTreeSet::new(),
             seen_clobbers: BTreeSet::new(),
             findings: Vec::new(),
@@ -235,7 +238,13 @@ impl Simulation {
 
     /// Records a violation, or counts it past the limit.
     pub(crate) fn report_violation(&mut self, v: Violation) {
-        if self.violations.len() < self.cfg.max_violations {
+        // Past the cap, the first of each kind is still kept, so a flood of one
+        // kind cannot hide another from the check of its family.
+        let first_of_kind = !self.kinds_kept.contains(&v.kind());
+        if first_of_kind {
+            self.kinds_kept.push(v.kind());
+        }
+        if self.violations.len() < self.cfg.max_violations || first_of_kind {
             self.violations.push(v);
             self.violation_ns.push(self.now);
         } else {
@@ -267,6 +276,7 @@ impl Simulation {
             shared_accesses: self.shared_accesses,
             barrier_arrivals: self.barrier_arrivals,
             shadowed_accesses: self.shadowed_accesses,
+            race_comparisons: self.shadow.compared,
             mirrored_bytes: self.hbm.bytes(),
             cores,
             violations: self.violations.clone(),

@@ -4,7 +4,8 @@
 //! exercised" when the run compared no access through another core's var of
 //! a shared tensor, the barrier check when no barrier arrival ran, and the
 //! shadow-memory and happens-before checks when no memory access was
-//! shadowed: a check that looked at nothing says so. Cost: O(v) for v violations per check.
+//! shadowed, and the happens-before check too when no access met an earlier
+//! one by another engine or core: a check that looked at nothing says so. Cost: O(v) for v violations per check.
 //!
 //! [`Violation::kind`]: crate::check::violation::Violation::kind
 
@@ -40,6 +41,11 @@ pub(super) fn runtime_checks(s: &crate::SimReport, r: &mut Rec<'_>) {
     let races = "happens-before: no unsynchronised conflicting accesses";
     match kinds(&["race"]) {
         Ok(()) if s.shadowed_accesses == 0 => r.not_exercised(races, &[5], none()),
+        Ok(()) if s.race_comparisons == 0 => r.not_exercised(
+            races,
+            &[5],
+            "no access met an earlier access to its bytes by another engine or core".into(),
+        ),
         v => r.check(races, &[5], v),
     }
     r.check("execution: legal records, within the event budget", &[5], kinds(&["illegal", "event-budget"]));
@@ -67,6 +73,7 @@ mod tests {
             shared_accesses: accesses,
             barrier_arrivals,
             shadowed_accesses: accesses,
+            race_comparisons: accesses,
             mirrored_bytes: 0,
             cores: Vec::new(),
             violation_ns: vec![0; violations.len()],
@@ -101,6 +108,31 @@ mod tests {
             "{idle:?}"
         );
         assert_eq!(idle[4], CheckResult::Pass, "the execution check always looked at the run");
+        // Accesses shadowed, but none met another engine's: nothing was ordered.
+        let mut alone = sim(3, 1, Vec::new());
+        alone.race_comparisons = 0;
+        let v = all_verdicts(&alone);
+        assert_eq!(v[2], CheckResult::Pass, "{v:?}");
+        assert!(matches!(&v[3], CheckResult::NotExercised(w) if w.contains("another engine")), "{v:?}");
+        // A race fails the check whatever was counted.
+        let site = |pc| crate::check::violation::Site {
+            core: 0,
+            engine: lncsim_model::ir::Engine::Act,
+            pc,
+            debug_id: pc,
+            opcode: None,
+            var: None,
+            inst: None,
+            origin: None,
+        };
+        alone.violations.push(Violation::Race {
+            kind: crate::check::violation::RaceKind::WriteRead,
+            addr: 0,
+            first: site(0),
+            second: site(1),
+        });
+        alone.violation_ns.push(0);
+        assert!(matches!(all_verdicts(&alone)[3], CheckResult::Fail(_)));
         let busy = all_verdicts(&sim(3, 1, Vec::new()));
         assert!(busy.iter().all(|c| *c == CheckResult::Pass), "{busy:?}");
     }
