@@ -193,6 +193,14 @@ fn the_cap_keeps_the_first_violation_of_every_kind() {
     assert_eq!(kinds(&capped), all, "{capped}");
     assert_eq!(capped.violations.len(), all.len());
     assert_eq!(capped.violations.len() as u64 + capped.violations_dropped, full.violations.len() as u64);
+    // Cap 2 on illegal, race, race, deadlock: the second race is the only one
+    // past the cap of a kind already kept, so it alone is dropped.
+    let order: Vec<&str> = full.violations.iter().map(|v| v.kind()).collect();
+    assert_eq!(order, ["illegal", "race", "race", "deadlock"], "{full}");
+    let two = s.run(SimConfig { max_violations: 2, ..SimConfig::seeded(0).with_jitter() }).0;
+    let kept: Vec<&str> = two.violations.iter().map(|v| v.kind()).collect();
+    assert_eq!(kept, ["illegal", "race", "deadlock"], "{two}");
+    assert_eq!(two.violations_dropped, 1);
 }
 
 #[test]
