@@ -11,6 +11,12 @@
 //! freed. Peak RSS stays the same; RSS no longer falls after a large stage
 //! frees its tables, which a one-shot tool does not need. README.md
 //! ("The process heap", under `lncsim bench flow`) gives the measured effect.
+//!
+//! The global allocator ([`HugePages`]) is the system's, asking for
+//! transparent huge pages on every large block: the run's multi-GiB tables
+//! then fault in 2 MiB at a time (README.md, "Huge pages for large blocks").
+
+use std::alloc::{GlobalAlloc, Layout, System};
 
 /// Serves every allocation from the brk heap and never trims it (glibc only;
 /// elsewhere the allocator's defaults stay). Call first in `main`.
@@ -34,3 +40,112 @@ pub fn keep_freed_memory() {
 /// Other targets keep their allocator's defaults.
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 pub fn keep_freed_memory() {}
+
+/// The global allocator: the system's, with large blocks advised to be backed
+/// by transparent huge pages (see [`HugePages`]).
+#[global_allocator]
+static GLOBAL: HugePages = HugePages;
+
+/// The system allocator, asking the kernel to back every block of at least
+/// [`HUGE_MIN`] bytes with transparent huge pages (`madvise(MADV_HUGEPAGE)`
+/// on the 2 MiB-aligned part of the block), as glibc's own
+/// `glibc.malloc.hugetlb=1` tunable does for its heap. The machine's THP
+/// mode is `madvise`, so without the advice every page of a multi-GiB run is
+/// 4 KiB and the run's tables, far larger than the TLB covers, pay a page
+/// walk on most accesses. The advice changes no byte of memory and no
+/// allocation result; a refusal (another kernel, THP off) only leaves 4 KiB
+/// pages.
+pub struct HugePages;
+
+/// Smallest block advised: 4 MiB, so the advised part (the 2 MiB-aligned
+/// interior) is at least one huge page.
+const HUGE_MIN: usize = 4 << 20;
+/// A transparent huge page on x86_64 and aarch64 with 4 KiB base pages.
+const HUGE_PAGE: usize = 2 << 20;
+
+/// The 2 MiB-aligned interior `[start, end)` of the block `[p, p + size)`,
+/// when the block is at least [`HUGE_MIN`] bytes and the interior not empty.
+fn huge_range(p: usize, size: usize) -> Option<(usize, usize)> {
+    if p == 0 || size < HUGE_MIN {
+        return None;
+    }
+    let start = p.checked_next_multiple_of(HUGE_PAGE)?;
+    let end = p.checked_add(size)? / HUGE_PAGE * HUGE_PAGE;
+    (end > start).then_some((start, end))
+}
+
+/// Advises the 2 MiB-aligned interior of `[p, p + size)` for huge pages (see [`huge_range`]).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn advise(p: *mut u8, size: usize) {
+    if let Some((start, end)) = huge_range(p as usize, size) {
+        // SAFETY: `[start, end)` lies inside the block the allocator just
+        // returned (start rounds up, end rounds down, both within `size`),
+        // so it is mapped memory of this process. MADV_HUGEPAGE only sets a
+        // flag on the mapping: it reads and writes no byte, and a failure
+        // (EINVAL where THP is compiled out) changes nothing.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
+/// Elsewhere there is nothing to advise.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn advise(_: *mut u8, _: usize) {}
+
+// SAFETY: every method forwards to `System` with the caller's arguments
+// unchanged and returns what `System` returned, so `HugePages` keeps every
+// contract `System` keeps; `advise` only sets a kernel flag on memory inside
+// a block just returned (see `advise`).
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for HugePages {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract for `GlobalAlloc::alloc`, passed on.
+        let p = unsafe { System.alloc(layout) };
+        advise(p, layout.size());
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as `alloc`.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        advise(p, layout.size());
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract for `GlobalAlloc::dealloc`, passed on.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller's contract for `GlobalAlloc::realloc`, passed on.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        advise(p, new_size);
+        p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_advised_range_is_the_aligned_interior_of_a_large_block() {
+        const M: usize = 1 << 20;
+        // Too small, or null: nothing.
+        assert_eq!(huge_range(8 * M, HUGE_MIN - 1), None);
+        assert_eq!(huge_range(0, 64 * M), None);
+        // Aligned at both ends: the whole block.
+        assert_eq!(huge_range(8 * M, 4 * M), Some((8 * M, 12 * M)));
+        // Unaligned start rounds up, unaligned end rounds down.
+        assert_eq!(huge_range(8 * M + 16, 6 * M), Some((10 * M, 14 * M)));
+        // 4 MiB from just past a boundary holds one whole huge page.
+        assert_eq!(huge_range(2 * M + 1, 4 * M), Some((4 * M, 6 * M)));
+        // Exactly 4 MiB ending one byte short of a second page holds one.
+        assert_eq!(huge_range(2 * M - 1, 4 * M), Some((2 * M, 4 * M)));
+        // At the top of the address space: no overflow, nothing.
+        assert_eq!(huge_range(usize::MAX - 3 * M, 4 * M), None);
+    }
+}
