@@ -30,6 +30,7 @@ fn cfg(o: &DramOptions) -> IrCheckConfig {
         region_ceiling: o.region_ceiling,
         allreduce_buffer_size_mib: o.allreduce_buffer_size_mib,
         shared_core_cap_mib: o.shared_core_cap_mib,
+        compact: o.compact,
     }
 }
 

@@ -279,6 +279,7 @@ func main
         region_ceiling: lncsim_model::dram::DEFAULT_DRAM_REGION,
         allreduce_buffer_size_mib: 500,
         shared_core_cap_mib: 1024,
+        compact: false,
     };
     let v = check_modules(&[m], &cfg);
     assert!(
@@ -501,15 +502,96 @@ fn a_shared_buffer_touched_by_two_functions_of_one_core_overlaps_nothing() {
 }
 
 #[test]
-fn a_recorded_window_above_the_configured_one_is_reported() {
+fn a_recorded_ceiling_other_than_the_window_is_reported() {
+    // The whole window (not compact): a record must be the window itself.
     let mut ms = clean();
     assert_eq!(check(&ms), vec![]);
-    ms[0].functions[0].attrs.dram_region_ceiling = Some((1 << 20) + 4096);
-    let v = check(&ms);
-    assert!(v.iter().any(|x| matches!(x, IrViolation::BadConfig(m) if m.contains("above the window"))), "{v:#?}");
-    // At the configured window exactly: nothing to report.
+    for c in [(1 << 20) + 4096, (1 << 20) - 4096] {
+        ms[0].functions[0].attrs.dram_region_ceiling = Some(c);
+        let v = check(&ms);
+        assert!(
+            matches!(&v[..], [IrViolation::CeilingMismatch { core: 0, recorded, expected: 0x10_0000, .. }] if *recorded == c),
+            "{v:#?}"
+        );
+    }
     ms[0].functions[0].attrs.dram_region_ceiling = Some(1 << 20);
     assert_eq!(check(&ms), vec![]);
+    // No record claims nothing: the window applies.
+    ms[0].functions[0].attrs.dram_region_ceiling = None;
+    assert_eq!(check(&ms), vec![]);
+}
+
+/// [`opts`] with the compact window on.
+fn compact_opts() -> PipelineOptions {
+    PipelineOptions { compact_dram: true, ..opts() }
+}
+
+#[test]
+fn a_compact_window_is_recomputed_not_read_from_the_record() {
+    let o = compact_opts();
+    let mut ms = compile(&parse(PROGRAM).unwrap(), &o).unwrap().per_core;
+    let cfg = o.check_config(&CompileReport::default());
+    assert_eq!(check_modules(&ms, &cfg), vec![]);
+    // Core 1 places its private g and h (one page each; s is shared) above
+    // z's page (the floor 0x3000), with the 8 KiB CC region (g's page + 16
+    // bytes, page-rounded) on top: 0x3000 + 2 * 0x1000 + 0x2000 = 0x7000, g at its base.
+    let r = ms[1].functions[0].attrs.dram_region_ceiling;
+    assert_eq!(r, Some(0x7000));
+    assert_eq!(addr(&ms[1], "g"), 0x5000);
+    // An allocator that lost a page of its window and put the CC buffer under
+    // it, consistently with what it recorded: the record no longer vouches for it.
+    ms[1].functions[0].attrs.dram_region_ceiling = Some(0x6000);
+    loc(&mut ms[1], "g").address = Some(0x4000);
+    let v = check_modules(&ms, &cfg);
+    let mismatch = IrViolation::CeilingMismatch { core: 1, func: "main".into(), recorded: 0x6000, expected: 0x7000 };
+    assert!(v.contains(&mismatch), "{v:#?}");
+    assert!(v.iter().any(|x| matches!(x, IrViolation::CollectiveOutsideCcRegion { loc, .. } if loc == "g")), "{v:#?}");
+    // The compact records checked as whole-window ones: each is reported.
+    ms[1].functions[0].attrs.dram_region_ceiling = r;
+    loc(&mut ms[1], "g").address = Some(0x5000);
+    let v = check(&ms);
+    assert!(v.iter().filter(|x| matches!(x, IrViolation::CeilingMismatch { .. })).count() == 2, "{v:#?}");
+}
+
+/// One core, two functions: `f` places `a`, then `g` places `b`.
+const TWO_FUNCTIONS: &str = "\
+module two lnc 1
+loc x dram input i32[1024] @0x0
+loc a dram internal i32[1024]
+loc b dram internal i32[1024]
+loc y dram output i32[1024] @0x1000
+
+func f
+  block entry
+    i0 = act relu x[0..1024] -> a[0..1024]
+    i1 = act relu a[0..1024] -> y[0..1024] after i0
+func g
+  block entry
+    i0 = act relu x[0..1024] -> b[0..1024]
+    i1 = act relu b[0..1024] -> y[0..1024] after i0
+";
+
+#[test]
+fn a_later_function_places_above_what_earlier_ones_placed() {
+    use lncsim_model::dram::{DramOptions, allocate_module};
+    let dram =
+        DramOptions { region_ceiling: 1 << 20, allreduce_buffer_size_mib: -1, shared_core_cap_mib: 1, compact: true };
+    let mut m = parse(TWO_FUNCTIONS).unwrap();
+    allocate_module(&mut m, &dram).unwrap();
+    let cfg = compact_opts().check_config(&CompileReport::default());
+    // f: a on the floor 0x2000 under 0x3000; g: b on a's end under 0x4000.
+    assert_eq!((addr(&m, "a"), addr(&m, "b")), (0x2000, 0x3000));
+    assert_eq!(
+        m.functions.iter().map(|f| f.attrs.dram_region_ceiling).collect::<Vec<_>>(),
+        [Some(0x3000), Some(0x4000)]
+    );
+    assert_eq!(check_modules(std::slice::from_ref(&m), &cfg), vec![]);
+    // An allocator that forgot f's placements when it ran g: b on a's bytes.
+    loc(&mut m, "b").address = Some(0x2000);
+    m.functions[1].attrs.dram_region_ceiling = Some(0x3000);
+    let v = check_modules(std::slice::from_ref(&m), &cfg);
+    assert!(v.iter().any(|x| matches!(x, IrViolation::BelowFloor { loc, floor: 0x3000, .. } if loc == "b")), "{v:#?}");
+    assert!(v.iter().any(|x| matches!(x, IrViolation::CeilingMismatch { expected: 0x4000, .. })), "{v:#?}");
 }
 
 #[test]

@@ -104,6 +104,7 @@ impl PipelineOptions {
             region_ceiling: self.dram_region_bytes,
             allreduce_buffer_size_mib: self.allreduce_buffer_size_mib,
             shared_core_cap_mib: cap,
+            compact: self.compact_dram,
         }
     }
 }

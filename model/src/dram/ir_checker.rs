@@ -1,15 +1,20 @@
 //! The independent checker of allocated per-core modules (DESIGN.md
 //! invariants 1 and 3). It shares no code with the interval tree, the driver's
 //! liveness, `search`, the region computation or the driver: it walks the
-//! blocks itself ([`live`]), recomputes page rounding, the HWM floor, the
-//! CC-buffer ceiling and the slabs from the IR and three numbers
-//! ([`IrCheckConfig`]), and finds overlaps with the checkers' own sweep
+//! blocks itself ([`live`]), recomputes page rounding, each function's HWM
+//! floor and region ceiling ([`ceiling`]: the allocator's recorded
+//! `dram_region_ceiling` must equal it and is never used), the CC-buffer
+//! ceiling and the slabs from the IR and four settings ([`IrCheckConfig`]),
+//! and finds overlaps with the checkers' own sweep
 //! ([`super::sweep`], which no allocator code uses).
 //!
 //! Rules, per module (per-core, in core order):
 //! - every DRAM Internal/Spill/Shared location a function touches has an address;
-//! - private (Internal/Spill) placements: at or above the floor (the end of the
-//!   page-rounded Input/Output/Weight footprint), below the region ceiling,
+//! - private (Internal/Spill) placements, each under the function that placed
+//!   it (the first to touch it): at or above its floor (the end of the
+//!   page-rounded footprint of every addressed non-shared DRAM location placed
+//!   before it ran), below its region ceiling (the window, or in compact mode
+//!   the floor plus its candidates' page-rounded sizes plus the CC size),
 //!   collective operands inside the CC region `[max(floor, ceiling - ccLimit),
 //!   ceiling)`, no other location straddling its base, no sub-page location
 //!   crossing a 4 KiB page, every address on the page grid (its offset within
@@ -43,7 +48,8 @@
 //! (seed 004: the allocator places usage {7, 9} only) and are not checked
 //! here; addressed ones set the floor.
 //!
-//! **Cost.** Per function O(t + L) for its t touches (the liveness walk),
+//! **Cost.** Per module O(i + L) for the floors and ceilings of its i
+//! instructions and L locations ([`ceiling`]); per function O(t + L) for its t touches (the liveness walk),
 //! O(s log s + k log k) for the overlap sweep over the s live segments of the
 //! private locations with k overlapping pairs ([`super::sweep`]), O(i + L) for the
 //! CC operands of i instructions (membership by location index); across modules O(S log S + k) for S owned
@@ -53,12 +59,14 @@
 //! target module, inline [`NameKey`]s: exact, the hash only spreads the keys;
 //! each target module's locations scanned once against it). Memory linear in the program.
 
+mod ceiling;
 mod live;
 
 use std::collections::BTreeMap;
 
 use crate::ir::{MemLocId, MemType, MemoryLocation, Module, Usage};
 use crate::program::name_key::{KeyMap, NameKey};
+use ceiling::{PrivateRegions, is_private};
 use live::{LiveSegments, live_segments};
 
 /// The most overlapping pairs [`check_modules`] lists; past it, [`IrViolation::TooManyOverlaps`].
@@ -73,6 +81,8 @@ pub struct IrCheckConfig {
     pub allreduce_buffer_size_mib: i64,
     /// `coreCap`: MiB per core slab of the shared region.
     pub shared_core_cap_mib: u64,
+    /// The private run placed under the compact window (`--compact-dram`), not the whole region.
+    pub compact: bool,
 }
 
 /// One broken rule. `core` is the module's NeuronCoreId (else its index).
@@ -241,6 +251,18 @@ pub enum IrViolation {
         /// [`MAX_OVERLAPS`].
         limit: usize,
     },
+    /// A function's recorded `dram_region_ceiling` is not the one its IR gives.
+    #[error("core {core}: function `{func}` records dram_region_ceiling {recorded:#x}, its IR gives {expected:#x}")]
+    CeilingMismatch {
+        /// Core.
+        core: u32,
+        /// The function.
+        func: String,
+        /// The recorded ceiling.
+        recorded: u64,
+        /// The ceiling recomputed from the IR and the configuration.
+        expected: u64,
+    },
     /// The configuration cannot be evaluated (bad CC size or slab overflow).
     #[error("bad checker configuration: {0}")]
     BadConfig(String),
@@ -277,25 +299,26 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
     let mut budget = Some(MAX_OVERLAPS);
     for (index, m) in modules.iter().enumerate() {
         let core = core_of(m, index);
-        let floor = m
-            .memlocs
-            .iter()
-            .filter(|l| is_dram(l, &[Usage::Input, Usage::Output, Usage::Weight]))
-            .filter_map(|l| l.address.map(|a| a.saturating_add(page_up(l.byte_size()))))
-            .max()
-            .unwrap_or(0);
+        let regions = PrivateRegions::new(m);
         let slab_lo = cap.saturating_mul(u64::from(core));
         let Some(slab_hi) = slab_lo.checked_add(cap) else {
             out.push(IrViolation::BadConfig(format!("slab of core {core} overflows")));
             continue;
         };
-        for f in &m.functions {
+        for (fi, f) in m.functions.iter().enumerate() {
             let segs = live_segments(m, f);
             let touched: &[MemLocId] = segs.touched();
+            // Private: every touched one (overlaps); own: those this function placed
+            // (region rules), of which candidates: the addressed ones.
             let mut private = Vec::new();
+            let mut own = Vec::new();
+            let mut candidates = Vec::new();
             let mut shared = Vec::new();
             for &id in touched {
                 let Some(l) = m.memlocs.get(id.index()) else { continue };
+                if is_private(l) && regions.is_candidate_of(id.index(), fi) {
+                    candidates.push(id);
+                }
                 if is_dram(l, &[Usage::Internal, Usage::Spill, Usage::Shared]) && l.address.is_none() {
                     out.push(IrViolation::Unaddressed { core, loc: l.name.to_string() });
                     continue;
@@ -307,26 +330,40 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
                     if l.remote_local_target.is_none() {
                         shared.push(id);
                     }
-                } else if is_dram(l, &[Usage::Internal, Usage::Spill]) {
+                } else if is_private(l) {
                     private.push(id);
+                    if regions.is_candidate_of(id.index(), fi) {
+                        own.push(id);
+                    }
                 }
             }
-            // A compact run records the window it placed under; it must lie inside the configured one.
-            let ceiling = match f.attrs.dram_region_ceiling {
-                Some(c) if c > cfg.region_ceiling => {
-                    out.push(IrViolation::BadConfig(format!(
-                        "core {core}: recorded dram_region_ceiling {c:#x} is above the window {:#x}",
-                        cfg.region_ceiling
-                    )));
-                    cfg.region_ceiling
-                }
-                Some(c) => c,
-                None => cfg.region_ceiling,
-            };
             // One pass over the instructions for both regions' collective operands.
-            let cc = CcOperands::new(m, f, &private, &shared);
+            let cc = CcOperands::new(m, f, &candidates, &shared);
+            let floor = regions.floor(fi);
+            let ceiling = if candidates.is_empty() {
+                // Nothing placed here, so nothing recorded: a record is only bounded by the window.
+                match f.attrs.dram_region_ceiling {
+                    Some(c) if c > cfg.region_ceiling => {
+                        out.push(IrViolation::BadConfig(format!(
+                            "core {core}: recorded dram_region_ceiling {c:#x} is above the window {:#x}",
+                            cfg.region_ceiling
+                        )));
+                        cfg.region_ceiling
+                    }
+                    Some(c) => c,
+                    None => cfg.region_ceiling,
+                }
+            } else {
+                // The ceiling comes from the IR; the allocator's record must agree with it.
+                let limit = cc_limit(cfg, cc.sum[0]).unwrap_or(0);
+                let want = regions.ceiling(fi, cfg.region_ceiling, cfg.compact, limit);
+                if let Some(recorded) = f.attrs.dram_region_ceiling.filter(|&c| c != want) {
+                    out.push(IrViolation::CeilingMismatch { core, func: f.name.to_string(), recorded, expected: want });
+                }
+                want
+            };
             let region = Region { core, floor, ceiling, region_lo: 0 };
-            check_region(m, &private, &cc, PRIVATE, &region, cfg, &mut out);
+            check_region(m, &own, &cc, PRIVATE, &region, cfg, &mut out);
             let region = Region { core, floor: slab_lo, ceiling: slab_hi, region_lo: slab_lo };
             check_region(m, &shared, &cc, SHARED, &region, cfg, &mut out);
             overlaps(m, core, &private, &segs, &mut budget, &mut out);
@@ -389,6 +426,15 @@ fn shared_overlaps(owned: &[(u32, &str, u64, u64)], limit: usize) -> Vec<(usize,
     }
     pairs.sort_unstable();
     pairs
+}
+
+/// The CC region's size: the page-rounded CC sum (auto, -1) or the configured MiB (`Err`: a bad setting).
+fn cc_limit(cfg: &IrCheckConfig, cc_sum: u64) -> Result<u64, ()> {
+    match cfg.allreduce_buffer_size_mib {
+        -1 => Ok(page_up(cc_sum)),
+        mib if mib >= 0 => Ok((mib as u64).saturating_mul(1 << 20)),
+        _ => Err(()),
+    }
 }
 
 struct Region {
@@ -462,13 +508,9 @@ fn check_region(
 ) {
     let core = r.core;
     let cc_sum = cc.sum[usize::from(bit == SHARED)];
-    let limit = match cfg.allreduce_buffer_size_mib {
-        -1 => page_up(cc_sum),
-        mib if mib >= 0 => (mib as u64).saturating_mul(1 << 20),
-        mib => {
-            out.push(IrViolation::BadConfig(format!("--allreduce-buffer-size {mib}")));
-            return;
-        }
+    let Ok(limit) = cc_limit(cfg, cc_sum) else {
+        out.push(IrViolation::BadConfig(format!("--allreduce-buffer-size {}", cfg.allreduce_buffer_size_mib)));
+        return;
     };
     let cc_base = r.ceiling.saturating_sub(limit).max(r.floor);
     // The page grid: search's gaps start at the floor, at the CC base or at a placed
