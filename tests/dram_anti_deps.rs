@@ -4,7 +4,8 @@
 #![allow(clippy::unwrap_used)]
 
 use lncsim_model::dram::{
-    DramOptions, allocate_module, anti_dependency_analyzer_post_dram, anti_dependency_analyzer_post_shared_dram,
+    DramOptions, MAX_WALK_STEPS, allocate_module, anti_dependency_analyzer_post_dram,
+    anti_dependency_analyzer_post_shared_dram,
 };
 use lncsim_model::ir::{Dep, EdgeKind, InstId, Module, parse};
 use lncsim_model::marks::Recorder;
@@ -49,7 +50,7 @@ fn allocated(text: &str) -> Module {
 fn reuse_gets_war_waw_and_read_edges_pointing_backward() {
     let mut m = allocated(NO_DEPS);
     let r = Recorder::start();
-    let reports = anti_dependency_analyzer_post_dram(&mut m);
+    let reports = anti_dependency_analyzer_post_dram(&mut m).unwrap();
     assert_eq!(r.hits("dram.anti_deps_post_dram"), 1);
     // i2 writes c over a: after i1 read a (WAR), after i0 wrote a (WAW).
     assert_eq!(deps(&m, "i2"), vec![("i0".into(), EdgeKind::Waw), ("i1".into(), EdgeKind::War)]);
@@ -61,7 +62,7 @@ fn reuse_gets_war_waw_and_read_edges_pointing_backward() {
     m.verify().unwrap();
     // Deduplicated: a second run adds nothing.
     let again = m.clone();
-    assert_eq!(anti_dependency_analyzer_post_dram(&mut m)[0].added(), 0);
+    assert_eq!(anti_dependency_analyzer_post_dram(&mut m).unwrap()[0].added(), 0);
     assert_eq!(m, again);
 }
 
@@ -70,7 +71,7 @@ fn a_read_of_bytes_last_written_through_another_tensor_gets_a_data_edge() {
     // i2 overwrites only the first half of c: the second half still holds what i0 wrote through a.
     let mut m =
         allocated(&NO_DEPS.replace("-> c[0..1024]", "-> c[0..512]").replace("b[0..1024] -> c", "b[0..512] -> c"));
-    let reports = anti_dependency_analyzer_post_dram(&mut m);
+    let reports = anti_dependency_analyzer_post_dram(&mut m).unwrap();
     assert_eq!(deps(&m, "i2"), vec![("i0".into(), EdgeKind::Waw), ("i1".into(), EdgeKind::War)]);
     assert_eq!(deps(&m, "i3"), vec![("i0".into(), EdgeKind::Data)]);
     assert_eq!((reports[0].waw, reports[0].war, reports[0].raw), (1, 1, 1));
@@ -84,7 +85,7 @@ fn edges_already_implied_by_the_program_are_not_added() {
     let text = text.replace("-> y[0..1024]", "-> y[0..1024] after i2");
     let mut m = allocated(&text);
     let before = m.clone();
-    let reports = anti_dependency_analyzer_post_dram(&mut m);
+    let reports = anti_dependency_analyzer_post_dram(&mut m).unwrap();
     assert_eq!(reports[0].added(), 0, "i2 already follows i1 and i0 through the data edges");
     assert_eq!(m, before);
 }
@@ -94,7 +95,7 @@ fn nearest_conflict_first_covers_earlier_ones_transitively() {
     // i1 follows i0; i2 conflicts with both (WAW with i0, WAR with i1) and needs only the edge to i1.
     let text = NO_DEPS.replace("-> b[0..1024]", "-> b[0..1024] after i0");
     let mut m = allocated(&text);
-    anti_dependency_analyzer_post_dram(&mut m);
+    anti_dependency_analyzer_post_dram(&mut m).unwrap();
     assert_eq!(deps(&m, "i2"), vec![("i1".into(), EdgeKind::War)]);
 }
 
@@ -117,12 +118,12 @@ func main
     i3 = act relu x[0..4] -> q[0..4] core 0
 ";
     let mut shared = module(text);
-    let r = anti_dependency_analyzer_post_shared_dram(&mut shared);
+    let r = anti_dependency_analyzer_post_shared_dram(&mut shared).unwrap();
     assert_eq!(r[0].waw, 1);
     assert_eq!(deps(&shared, "i1"), vec![("i0".into(), EdgeKind::Waw)]);
     assert!(deps(&shared, "i3").is_empty(), "private tensors are the other pass's");
     let mut private = module(text);
-    anti_dependency_analyzer_post_dram(&mut private);
+    anti_dependency_analyzer_post_dram(&mut private).unwrap();
     assert_eq!(deps(&private, "i3"), vec![("i2".into(), EdgeKind::Waw)]);
     assert!(deps(&private, "i1").is_empty());
     let f = &private.functions[0];
@@ -149,9 +150,34 @@ fn an_unordered_reuse_planted_at_instruction_99990_of_a_100k_chain_gets_exactly_
         }
     }
     let mut m = module(&s);
-    let reports = anti_dependency_analyzer_post_dram(&mut m);
+    let reports = anti_dependency_analyzer_post_dram(&mut m).unwrap();
     // WAR to the last reader; the WAW to i99985 is implied through i99986's own edge.
     assert_eq!(deps(&m, "p99990"), vec![("i99986".into(), EdgeKind::War)]);
     assert_eq!((reports[0].waw, reports[0].war, reports[0].raw), (0, 1, 0));
     m.verify().unwrap();
+}
+
+#[test]
+fn an_adversarial_reuse_pattern_is_refused_with_one_typed_line_not_an_oom() {
+    // 6000 one-element writes through `a`, then 6000 reads of all of it through `big`,
+    // hand-placed on the same bytes: about 36M reader entries, past the walk's limit.
+    let (t, k) = (6000usize, 6000usize);
+    let mut s = format!(
+        "module adv lnc 1\nloc x dram input i32[1] @0x0\nloc y dram output i32[{t}] @0x1000\n\
+         loc a dram internal i32[{t}] @0x100000\nloc big dram internal i32[{t}] @0x100000\n\nfunc main\n  block entry\n"
+    );
+    for w in 0..t {
+        s.push_str(&format!("    w{w} = act relu x[0..1] -> a[{w}..{}]\n", w + 1));
+    }
+    for r in 0..k {
+        s.push_str(&format!("    r{r} = dve relu big[0..{t}] -> y[0..{t}]\n"));
+    }
+    let mut m = module(&s);
+    let before = m.clone();
+    let err = anti_dependency_analyzer_post_dram(&mut m).unwrap_err();
+    let line = err.to_string();
+    assert!(line.contains("function `main`") && line.contains(&format!("limit of {MAX_WALK_STEPS} steps")), "{line}");
+    assert!(!line.contains('\n'), "{line}");
+    assert_eq!(m.functions[0].insts.len(), before.functions[0].insts.len());
+    assert!(m.functions[0].insts.iter().all(|i| i.deps.is_empty()), "no edges added on refusal");
 }

@@ -330,11 +330,15 @@ impl Pipeline {
                 }
                 Pass::SyncSharedAllocations => report.synced = sync_shared_allocations(modules)?,
                 Pass::AntiDepsPostDram => {
-                    report.anti_deps_post_dram = modules.iter_mut().map(anti_dependency_analyzer_post_dram).collect();
+                    for (core, m) in modules.iter_mut().enumerate() {
+                        report.anti_deps_post_dram.push(anti_dependency_analyzer_post_dram(m).map_err(err(core))?);
+                    }
                 }
                 Pass::AntiDepsPostSharedDram => {
-                    report.anti_deps_post_shared_dram =
-                        modules.iter_mut().map(anti_dependency_analyzer_post_shared_dram).collect();
+                    for (core, m) in modules.iter_mut().enumerate() {
+                        let r = anti_dependency_analyzer_post_shared_dram(m).map_err(err(core))?;
+                        report.anti_deps_post_shared_dram.push(r);
+                    }
                 }
             }
         }

@@ -104,7 +104,7 @@ fn alloc_line(pass: &str, r: &AllocReport) -> String {
 }
 
 fn anti_json(r: &AntiDepReport) -> Value {
-    json!({ "function": r.function, "waw": r.waw, "war": r.war, "raw": r.raw })
+    json!({ "function": r.function, "waw": r.waw, "war": r.war, "raw": r.raw, "steps": r.steps })
 }
 
 /// Compiles, checks and prints.

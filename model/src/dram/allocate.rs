@@ -152,6 +152,19 @@ pub enum DramError {
         /// `coreCap` in MiB.
         cap_mib: u64,
     },
+    /// The anti-dependency walk of a function passed its step limit.
+    #[error(
+        "function `{func}` ({space:?} DRAM): the anti-dependency walk passed its limit of {limit} steps \
+         (reused bytes read and written by too many instructions); refused"
+    )]
+    AntiDepLimit {
+        /// The function.
+        func: String,
+        /// The address space.
+        space: Space,
+        /// The step limit.
+        limit: u64,
+    },
 }
 
 /// What one run of the allocator on one function did.

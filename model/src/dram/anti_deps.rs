@@ -38,9 +38,14 @@
 //! never missed.
 //!
 //! **Cost.** Reuse detection O(L log L) over the L placed locations; the walk
-//! O(a log r + m) for a accesses, r byte runs (r <= 2a + 1) and m run visits
-//! (each access visits the runs it meets); memory O(r + readers + edges),
-//! linear in the program.
+//! O(a log r + m) for a accesses, r byte runs (r <= 2a + 1) and m walk steps
+//! (runs visited, reader entries pushed, visited, cloned by a split, runs
+//! removed); memory O(r + readers + edges). Generated and split programs keep
+//! m linear in the program, but an adversarial reuse pattern (t one-element
+//! writes over a reused tensor, then k reads of all of it) makes m about t·k.
+//! The walk therefore counts its steps and refuses a function past
+//! [`MAX_WALK_STEPS`] with [`DramError::AntiDepLimit`], so the pass's time and
+//! memory stay bounded on any input.
 //!
 //! Cross-core ordering is not this pass's job: shared tensors never reuse each
 //! other's addresses ([`super::shared`]) and the splitter's barriers order the
@@ -48,7 +53,7 @@
 
 use std::collections::BTreeMap;
 
-use super::allocate::Space;
+use super::allocate::{DramError, Space};
 use super::problem::{DRAM_PAGE, round_up};
 use crate::ir::{Dep, EdgeKind, InstId, MemLocId, Module};
 
@@ -63,6 +68,8 @@ pub struct AntiDepReport {
     pub war: usize,
     /// `Data` edges added (reads of bytes another tensor wrote).
     pub raw: usize,
+    /// Walk steps taken (the pass's cost measure, at most [`MAX_WALK_STEPS`]).
+    pub steps: u64,
 }
 
 impl AntiDepReport {
@@ -73,14 +80,18 @@ impl AntiDepReport {
 }
 
 /// The private-region pass (`anti_dependency_analyzer_post_dram`), every function.
-pub fn anti_dependency_analyzer_post_dram(m: &mut Module) -> Vec<AntiDepReport> {
-    analyze(m, Space::Private)
+pub fn anti_dependency_analyzer_post_dram(m: &mut Module) -> Result<Vec<AntiDepReport>, DramError> {
+    analyze(m, Space::Private, MAX_WALK_STEPS)
 }
 
 /// The shared-region pass (`anti_dependency_analyzer_post_shared_dram`), every function.
-pub fn anti_dependency_analyzer_post_shared_dram(m: &mut Module) -> Vec<AntiDepReport> {
-    analyze(m, Space::Shared)
+pub fn anti_dependency_analyzer_post_shared_dram(m: &mut Module) -> Result<Vec<AntiDepReport>, DramError> {
+    analyze(m, Space::Shared, MAX_WALK_STEPS)
 }
+
+/// The most walk steps one function may take (about 16 bytes of reader
+/// memory each at worst, so at most about 512 MiB and a few seconds).
+pub const MAX_WALK_STEPS: u64 = 1 << 25;
 
 /// The most instructions the "already ordered" set of one instruction holds.
 pub const COVER_CAP: usize = 256;
@@ -133,10 +144,11 @@ struct Run {
     readers: Vec<(usize, MemLocId)>,
 }
 
-/// The walk's interval map: disjoint runs keyed by first byte, plus scratch
-/// buffers reused by every update (no allocation per access for them).
+/// The walk's interval map: disjoint runs keyed by first byte, scratch
+/// buffers reused by every update (no allocation per access for them), and
+/// the steps taken so far.
 #[derive(Default)]
-struct Runs(BTreeMap<u64, Run>, Vec<u64>, Vec<(u64, u64)>);
+struct Runs(BTreeMap<u64, Run>, Vec<u64>, Vec<(u64, u64)>, u64);
 
 impl Runs {
     /// Splits the run containing `at` (if any) so that a run starts at `at`.
@@ -147,19 +159,26 @@ impl Runs {
         }
         let tail = run.clone();
         run.end = at;
+        self.3 = self.3.saturating_add(1 + tail.readers.len() as u64);
         self.0.insert(at, tail);
     }
 
-    /// Calls `f` on every run meeting `[lo, hi)`.
-    fn visit(&self, lo: u64, hi: u64, mut f: impl FnMut(&Run)) {
+    /// Calls `f` on every run meeting `[lo, hi)` (a step per run and per reader in it).
+    fn visit(&mut self, lo: u64, hi: u64, mut f: impl FnMut(&Run)) {
+        let mut steps = 0u64;
+        let mut each = |run: &Run| {
+            steps = steps.saturating_add(1 + run.readers.len() as u64);
+            f(run);
+        };
         if let Some((_, run)) = self.0.range(..lo).next_back()
             && run.end > lo
         {
-            f(run);
+            each(run);
         }
         for (_, run) in self.0.range(lo..hi) {
-            f(run);
+            each(run);
         }
+        self.3 = self.3.saturating_add(steps);
     }
 
     /// `[lo, hi)` now written by `who` (one run, no readers).
@@ -172,6 +191,7 @@ impl Runs {
         for &k in &inside {
             self.0.remove(&k);
         }
+        self.3 = self.3.saturating_add(inside.len() as u64);
         self.1 = inside;
         self.0.insert(lo, Run { end: hi, writer: Some(who), readers: Vec::new() });
     }
@@ -183,16 +203,19 @@ impl Runs {
         let mut gaps = std::mem::take(&mut self.2);
         gaps.clear();
         let mut at = lo;
+        let mut pushed = 0u64;
         for (&k, run) in self.0.range_mut(lo..hi) {
             if k > at {
                 gaps.push((at, k));
             }
             run.readers.push(who);
+            pushed += 1;
             at = run.end;
         }
         if at < hi {
             gaps.push((at, hi));
         }
+        self.3 = self.3.saturating_add(pushed).saturating_add(gaps.len() as u64);
         for &(a, b) in &gaps {
             self.0.insert(a, Run { end: b, writer: None, readers: vec![who] });
         }
@@ -208,11 +231,17 @@ fn rank(k: EdgeKind) -> u8 {
     }
 }
 
-fn analyze(m: &mut Module, space: Space) -> Vec<AntiDepReport> {
+/// Both passes with a step limit per function; a function past it is refused
+/// before any of its edges are added (functions before it keep theirs).
+fn analyze(m: &mut Module, space: Space, limit: u64) -> Result<Vec<AntiDepReport>, DramError> {
     let mut reports = Vec::new();
     for fi in 0..m.functions.len() {
         m.functions[fi].canonicalize();
-        let (report, new_deps) = analyze_function(m, fi, space);
+        let (report, new_deps) = analyze_function(m, fi, space, limit).map_err(|()| DramError::AntiDepLimit {
+            func: m.functions[fi].name.clone(),
+            space,
+            limit,
+        })?;
         for (j, inst) in m.functions[fi].insts.iter_mut().enumerate() {
             let deps = new_deps.of(j);
             if deps.is_empty() {
@@ -224,7 +253,7 @@ fn analyze(m: &mut Module, space: Space) -> Vec<AntiDepReport> {
         }
         reports.push(report);
     }
-    reports
+    Ok(reports)
 }
 
 /// The edges added to each instruction, in one flat list (instruction order):
@@ -244,8 +273,9 @@ impl NewDeps {
     }
 }
 
-/// The edges to add to each instruction of canonical function `fi`.
-fn analyze_function(m: &Module, fi: usize, space: Space) -> (AntiDepReport, NewDeps) {
+/// The edges to add to each instruction of canonical function `fi`; `Err`
+/// once the walk has taken more than `limit` steps.
+fn analyze_function(m: &Module, fi: usize, space: Space, limit: u64) -> Result<(AntiDepReport, NewDeps), ()> {
     let f = &m.functions[fi];
     let n = f.insts.len();
     let mut report = AntiDepReport { function: f.name.clone(), ..AntiDepReport::default() };
@@ -258,7 +288,7 @@ fn analyze_function(m: &Module, fi: usize, space: Space) -> (AntiDepReport, NewD
         .collect();
     let reused = reused_locations(placed, m.memlocs.len());
     if !reused.contains(&true) {
-        return (report, new_deps);
+        return Ok((report, new_deps));
     }
     new_deps.start.reserve_exact(n + 1);
     let access = |ap: &crate::ir::AccessPattern, write: bool| -> Option<Access> {
@@ -369,7 +399,11 @@ fn analyze_function(m: &Module, fi: usize, space: Space) -> (AntiDepReport, NewD
                 runs.write(a.lo, a.hi, (j, a.loc));
             }
         }
+        if runs.3 > limit {
+            return Err(());
+        }
     }
+    report.steps = runs.3;
     new_deps.start.push(new_deps.deps.len());
     if report.added() > 0 {
         crate::marks::hit(match space {
@@ -377,7 +411,7 @@ fn analyze_function(m: &Module, fi: usize, space: Space) -> (AntiDepReport, NewD
             Space::Shared => "dram.anti_deps_post_shared_dram",
         });
     }
-    (report, new_deps)
+    Ok((report, new_deps))
 }
 
 #[cfg(test)]
@@ -405,5 +439,52 @@ mod tests {
         let mut seen = Vec::new();
         r.visit(0, 200, |run| seen.push((run.end, run.writer.map(|w| w.0), run.readers.len())));
         assert_eq!(seen, vec![(20, Some(0), 0), (60, Some(2), 0), (100, Some(0), 1), (150, None, 1)]);
+    }
+
+    /// `t` one-element writes through `a`, then `k` reads of all of it through `big` (same bytes).
+    fn adversarial(t: usize, k: usize) -> Module {
+        let mut s = format!(
+            "module adv lnc 1\nloc x dram input i32[1] @0x0\nloc y dram output i32[{t}] @0x1000\n\
+             loc a dram internal i32[{t}] @0x100000\nloc big dram internal i32[{t}] @0x100000\n\nfunc main\n  block entry\n"
+        );
+        for w in 0..t {
+            s.push_str(&format!("    w{w} = act relu x[0..1] -> a[{w}..{}]\n", w + 1));
+        }
+        for r in 0..k {
+            s.push_str(&format!("    r{r} = dve relu big[0..{t}] -> y[0..{t}]\n"));
+        }
+        crate::ir::parse(&s).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn the_walk_counts_its_steps_and_refuses_past_the_limit() {
+        let m = adversarial(40, 30);
+        let steps = analyze(&mut m.clone(), Space::Private, u64::MAX).unwrap()[0].steps;
+        // Every read meets all 40 one-element runs: the step count grows as t·k.
+        assert!(steps >= 40 * 30, "{steps}");
+        let mut at = m.clone();
+        assert_eq!(analyze(&mut at, Space::Private, steps).unwrap()[0].steps, steps);
+        let mut below = m.clone();
+        let err = analyze(&mut below, Space::Private, steps - 1).unwrap_err();
+        assert!(matches!(&err, DramError::AntiDepLimit { func, limit, .. } if func == "main" && *limit == steps - 1));
+        assert_eq!(below, m, "a refused function gets none of its edges");
+    }
+
+    #[test]
+    fn every_kind_of_step_is_counted() {
+        // A split (of a run with readers), a visit, a read's pushes and gaps, a write's removals.
+        let mut r = Runs::default();
+        r.write(0, 100, (0, id(0)));
+        assert_eq!(r.3, 0, "a write into an empty map removes nothing");
+        r.read(50, 150, (1, id(1)));
+        // Split at 50 (1 run, 0 readers), then at 150 (nothing): the tail [50, 100) gets a reader,
+        // [100, 150) is a gap: 1 + 1 + 1.
+        assert_eq!(r.3, 3);
+        r.visit(0, 200, |_| {});
+        // Three runs, two of them with one reader: 3 + 2.
+        assert_eq!(r.3, 8);
+        r.write(20, 60, (2, id(2)));
+        // Split at 20 (0 readers), at 60 (one reader: 1 + 1), then runs [20, 50) and [50, 60) removed.
+        assert_eq!(r.3, 8 + 1 + 2 + 2);
     }
 }

@@ -47,7 +47,9 @@ pub use allocate::{
     AllocReport, DEFAULT_DRAM_REGION, DEFAULT_SHARED_CORE_CAP_MIB, DramError, DramOptions, Space, allocate_module,
     compact_ceiling,
 };
-pub use anti_deps::{AntiDepReport, anti_dependency_analyzer_post_dram, anti_dependency_analyzer_post_shared_dram};
+pub use anti_deps::{
+    AntiDepReport, MAX_WALK_STEPS, anti_dependency_analyzer_post_dram, anti_dependency_analyzer_post_shared_dram,
+};
 pub use checker::{Violation, check};
 pub use config::{AllocConfig, Order, Regions, cc_buffer_size, regions};
 pub use error::AllocError;
