@@ -5,7 +5,7 @@
 
 use lncsim_model::dram::{
     DramOptions, MAX_WALK_STEPS, allocate_module, anti_dependency_analyzer_post_dram,
-    anti_dependency_analyzer_post_shared_dram,
+    anti_dependency_analyzer_post_shared_dram, reuse_worst_case,
 };
 use lncsim_model::ir::{Dep, EdgeKind, InstId, Module, parse};
 use lncsim_model::marks::Recorder;
@@ -161,18 +161,7 @@ fn an_unordered_reuse_planted_at_instruction_99990_of_a_100k_chain_gets_exactly_
 fn an_adversarial_reuse_pattern_is_refused_with_one_typed_line_not_an_oom() {
     // 6000 one-element writes through `a`, then 6000 reads of all of it through `big`,
     // hand-placed on the same bytes: about 36M reader entries, past the walk's limit.
-    let (t, k) = (6000usize, 6000usize);
-    let mut s = format!(
-        "module adv lnc 1\nloc x dram input i32[1] @0x0\nloc y dram output i32[{t}] @0x1000\n\
-         loc a dram internal i32[{t}] @0x100000\nloc big dram internal i32[{t}] @0x100000\n\nfunc main\n  block entry\n"
-    );
-    for w in 0..t {
-        s.push_str(&format!("    w{w} = act relu x[0..1] -> a[{w}..{}]\n", w + 1));
-    }
-    for r in 0..k {
-        s.push_str(&format!("    r{r} = dve relu big[0..{t}] -> y[0..{t}]\n"));
-    }
-    let mut m = module(&s);
+    let mut m = module(&reuse_worst_case(6000, 6000));
     let before = m.clone();
     let err = anti_dependency_analyzer_post_dram(&mut m).unwrap_err();
     let line = err.to_string();

@@ -93,6 +93,23 @@ pub fn anti_dependency_analyzer_post_shared_dram(m: &mut Module) -> Result<Vec<A
 /// memory each at worst, so at most about 512 MiB and a few seconds).
 pub const MAX_WALK_STEPS: u64 = 1 << 25;
 
+/// The walk's worst case as IR text: `t` one-element writes through `a`, then
+/// `k` reads of all of it through `big`, hand-placed on the same bytes (about
+/// t·k steps; tests and the limit's documentation use it).
+pub fn reuse_worst_case(t: usize, k: usize) -> String {
+    let mut s = format!(
+        "module adv lnc 1\nloc x dram input i32[1] @0x0\nloc y dram output i32[{t}] @0x1000\n\
+         loc a dram internal i32[{t}] @0x100000\nloc big dram internal i32[{t}] @0x100000\n\nfunc main\n  block entry\n"
+    );
+    for w in 0..t {
+        s.push_str(&format!("    w{w} = act relu x[0..1] -> a[{w}..{}]\n", w + 1));
+    }
+    for r in 0..k {
+        s.push_str(&format!("    r{r} = dve relu big[0..{t}] -> y[0..{t}]\n"));
+    }
+    s
+}
+
 /// The most instructions the "already ordered" set of one instruction holds.
 pub const COVER_CAP: usize = 256;
 
@@ -441,24 +458,9 @@ mod tests {
         assert_eq!(seen, vec![(20, Some(0), 0), (60, Some(2), 0), (100, Some(0), 1), (150, None, 1)]);
     }
 
-    /// `t` one-element writes through `a`, then `k` reads of all of it through `big` (same bytes).
-    fn adversarial(t: usize, k: usize) -> Module {
-        let mut s = format!(
-            "module adv lnc 1\nloc x dram input i32[1] @0x0\nloc y dram output i32[{t}] @0x1000\n\
-             loc a dram internal i32[{t}] @0x100000\nloc big dram internal i32[{t}] @0x100000\n\nfunc main\n  block entry\n"
-        );
-        for w in 0..t {
-            s.push_str(&format!("    w{w} = act relu x[0..1] -> a[{w}..{}]\n", w + 1));
-        }
-        for r in 0..k {
-            s.push_str(&format!("    r{r} = dve relu big[0..{t}] -> y[0..{t}]\n"));
-        }
-        crate::ir::parse(&s).unwrap_or_else(|e| panic!("{e}"))
-    }
-
     #[test]
     fn the_walk_counts_its_steps_and_refuses_past_the_limit() {
-        let m = adversarial(40, 30);
+        let m = crate::ir::parse(&reuse_worst_case(40, 30)).unwrap_or_else(|e| panic!("{e}"));
         let steps = analyze(&mut m.clone(), Space::Private, u64::MAX).unwrap()[0].steps;
         // Every read meets all 40 one-element runs: the step count grows as t·k.
         assert!(steps >= 40 * 30, "{steps}");

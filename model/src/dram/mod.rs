@@ -49,6 +49,7 @@ pub use allocate::{
 };
 pub use anti_deps::{
     AntiDepReport, MAX_WALK_STEPS, anti_dependency_analyzer_post_dram, anti_dependency_analyzer_post_shared_dram,
+    reuse_worst_case,
 };
 pub use checker::{Violation, check};
 pub use config::{AllocConfig, Order, Regions, cc_buffer_size, regions};
