@@ -17,6 +17,8 @@
 //! then fault in 2 MiB at a time (README.md, "Huge pages for large blocks").
 
 use std::alloc::{GlobalAlloc, Layout, System};
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Serves every allocation from the brk heap and never trims it (glibc only;
 /// elsewhere the allocator's defaults stay). Call first in `main`.
@@ -30,12 +32,76 @@ pub fn keep_freed_memory() {
     // 0 disables mmap for allocations (if brk cannot grow, glibc still falls
     // back to mmap), `M_TRIM_THRESHOLD` -1 disables trimming. A refusal
     // (return 0) leaves the default, which is only slower.
+    // `M_TOP_PAD` (also mallopt(3)) makes each growth of the heap at least
+    // [`TOP_PAD`] bytes, so few growths are advised (see [`advise_heap_growth`]).
     #[allow(unsafe_code)]
     unsafe {
         libc::mallopt(libc::M_MMAP_MAX, 0);
         libc::mallopt(libc::M_TRIM_THRESHOLD, -1);
+        libc::mallopt(libc::M_TOP_PAD, TOP_PAD as libc::c_int);
+    }
+    // From here on every growth of the heap is advised for huge pages.
+    if let Some(top) = heap_top() {
+        ADVISED_TO.store(top.next_multiple_of(HUGE_PAGE), Ordering::Relaxed);
     }
 }
+
+/// Each growth of the brk heap, bytes (`M_TOP_PAD`): 64 MiB, 32 huge pages.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const TOP_PAD: usize = 64 << 20;
+
+/// The end of the part of the brk heap advised for huge pages so far (2 MiB
+/// aligned); 0 until [`keep_freed_memory`] records where the heap starts.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+static ADVISED_TO: AtomicUsize = AtomicUsize::new(0);
+
+/// The current program break (the top of the brk heap), if glibc reports it.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn heap_top() -> Option<usize> {
+    // SAFETY: `sbrk(0)` changes nothing: glibc returns its cached program
+    // break (calling `brk` once to learn it if not yet cached). The cached
+    // word is written only under the main arena's lock by malloc growing the
+    // heap; a read racing that write sees the old or the new break, and
+    // either only delays or repeats an advice (see `advise_heap_growth`).
+    #[allow(unsafe_code)]
+    let top = unsafe { libc::sbrk(0) } as usize;
+    (top != usize::MAX && top != 0).then_some(top)
+}
+
+/// Advises the brk heap's growth since the last call for transparent huge
+/// pages: `[ADVISED_TO, top)` rounded down to 2 MiB. Called after every
+/// allocation, so a growth is advised before the caller touches its pages
+/// (malloc itself touches one page, the new top chunk's header, which keeps
+/// at most one 2 MiB range of each 64 MiB growth on 4 KiB pages). Small
+/// allocations (every name table, map and per-instruction vector) then live
+/// on 2 MiB pages too, not only the blocks of [`HUGE_MIN`] and more: at
+/// 100k instructions per core their random accesses no longer pay a page
+/// walk each (README.md, "Huge pages for the whole heap"). Cost: one read of
+/// glibc's cached break per allocation; a `madvise` per growth.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn advise_heap_growth() {
+    let from = ADVISED_TO.load(Ordering::Relaxed);
+    if from == 0 {
+        return;
+    }
+    let Some(top) = heap_top() else { return };
+    let to = top / HUGE_PAGE * HUGE_PAGE;
+    if to <= from || ADVISED_TO.compare_exchange(from, to, Ordering::Relaxed, Ordering::Relaxed).is_err() {
+        return;
+    }
+    // SAFETY: `[from, to)` lies between the heap's start (rounded up) and its
+    // current break, so it is mapped memory of this process (the heap is
+    // never trimmed: `M_TRIM_THRESHOLD` -1). MADV_HUGEPAGE only sets a flag
+    // on the mapping: it reads and writes no byte, and a failure changes nothing.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_HUGEPAGE);
+    }
+}
+
+/// Elsewhere there is no brk heap to advise.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn advise_heap_growth() {}
 
 /// Other targets keep their allocator's defaults.
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
@@ -104,6 +170,7 @@ unsafe impl GlobalAlloc for HugePages {
         // SAFETY: the caller's contract for `GlobalAlloc::alloc`, passed on.
         let p = unsafe { System.alloc(layout) };
         advise(p, layout.size());
+        advise_heap_growth();
         p
     }
 
@@ -111,6 +178,7 @@ unsafe impl GlobalAlloc for HugePages {
         // SAFETY: as `alloc`.
         let p = unsafe { System.alloc_zeroed(layout) };
         advise(p, layout.size());
+        advise_heap_growth();
         p
     }
 
@@ -123,6 +191,7 @@ unsafe impl GlobalAlloc for HugePages {
         // SAFETY: the caller's contract for `GlobalAlloc::realloc`, passed on.
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         advise(p, new_size);
+        advise_heap_growth();
         p
     }
 }
