@@ -40,14 +40,17 @@
 //! and that the device holds nothing the load does not own.
 //!
 //! Cost: O(n log n) in vars + records + descriptors + tables + live
-//! allocations (lookups are by binary search or in ordered maps; overlaps by
-//! one sort and a sweep), plus the bytes it reads back. Images are borrowed,
+//! allocations (lookups are by binary search or in ordered maps, and a
+//! subgraph's vars by name or id in tables built once per subgraph,
+//! [`super::checker_vars`]; overlaps by one sort and a sweep), plus the
+//! bytes it reads back. Images are borrowed,
 //! never copied; a piece's name is printed only when a finding names it.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::checker_vars::{VarsById, ids_by_name};
 use super::device::Device;
 use super::image::{CoreImage, Isa, VarImage};
 use super::records::Model;
@@ -363,7 +366,8 @@ fn file_payload(neff: &Neff, sg: &Subgraph, file: Option<&str>) -> Vec<u8> {
 fn check_streams<D: Device + ?Sized>(dev: &D, neff: &Neff, img: &CoreImage, sg: &Subgraph) -> Vec<String> {
     let mut bad = Vec::new();
     let def = &sg.def;
-    let id_of = |name: &str| def.var.get(name).map(|v| v.var_id);
+    let ids = ids_by_name(def);
+    let id_of = |name: &str| ids.get(name).copied();
     let pa_of = |id: Option<u32>| id.and_then(|id| img.vars.get(id as usize)).map(|v| v.pa);
     let queue_index = queue_indices(def);
     for s in &img.engines {
@@ -476,10 +480,9 @@ fn check_engines(img: &CoreImage, sg: &Subgraph) -> Vec<String> {
 fn stream_isa(neff: &Neff) -> Option<Isa> {
     let mut records = 0u64;
     for sg in &neff.subgraphs {
-        let by_id: BTreeMap<u32, (&str, &crate::neff::manifest::Var)> =
-            sg.def.var.iter().map(|(n, v)| (v.var_id, (n.as_str(), v))).collect();
+        let by_id = VarsById::new(&sg.def);
         let inside = |op: &crate::codegen::record::Operand| {
-            by_id.get(&op.a).is_some_and(|&(_, v)| {
+            by_id.get(op.a).is_some_and(|(_, v)| {
                 let size = match (&v.var_type, v.size) {
                     (VarType::Input | VarType::Output | VarType::TmpBuf | VarType::Virtual, s) => s.unwrap_or(0),
                     (VarType::File, Some(s)) => s,

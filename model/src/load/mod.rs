@@ -24,6 +24,7 @@
 
 pub mod checker;
 pub mod checker_registered;
+mod checker_vars;
 pub mod device;
 pub mod error;
 pub mod fanout;
