@@ -210,3 +210,35 @@ fn an_unfenced_handoff_at_instruction_99990_of_a_100k_chain_is_the_only_violatio
     assert!(has(&v, c, &format!("instruction `{name}` depends on `i{}` of core {}", k - 1, 1 - c)), "{v:#?}");
     assert!(has(&v, c, &format!("instruction `{name}` reads `t{}`", k - 1)), "{v:#?}");
 }
+
+#[test]
+fn a_copy_held_twice_on_its_own_core_is_reported() {
+    let (p, mut ms) = clean();
+    // Core 0 holds `i1` a second time (a second instruction of that name).
+    let f = &mut ms[0].functions[0];
+    let id = f.inst_by_name("i1").unwrap();
+    let again = f.insts[id.index()].clone();
+    f.push_inst(BlockId(0), again);
+    let v = check_split(&p, &ms);
+    assert!(has(&v, 0, "instruction `i1` is there more than once"), "{v:#?}");
+}
+
+#[test]
+fn a_copy_lost_deep_in_a_large_split_is_reported() {
+    // 8 cores x 20k instructions: the last program instruction of core 5
+    // goes missing from core 5's module, and every other copy still matches.
+    let mut cfg = GenConfig::new(3, 8, SizeClass::Small);
+    cfg.ops = 160_000;
+    cfg.max_elems = 64;
+    let p = generate(&cfg);
+    let mut ms = split(&p).unwrap();
+    assert_eq!(check_split(&p, &ms), vec![], "the clean large split passes");
+    let func = &p.functions[0];
+    let last = func.insts.iter().rev().find(|x| x.core == Some(5)).unwrap().name.clone();
+    let f = &mut ms[5].functions[0];
+    let id = f.inst_by_name(&last).unwrap();
+    f.insts[id.index()].name = "renamed".into();
+    let v = check_split(&p, &ms);
+    assert!(has(&v, 5, &format!("instruction `{last}` is missing")), "{v:#?}");
+    assert!(has(&v, 5, "instruction `renamed` is neither the program's nor a barrier arrival"), "{v:#?}");
+}

@@ -30,7 +30,8 @@
 //! Cost: O(n + e + L + a log a) expected for n instructions, e edges, L
 //! locations and a accesses and barrier arrivals over all cores: every name
 //! is found in a hash table of its core's names (fixed hasher, looked up,
-//! never iterated; names compared in full), each location's fencing groups
+//! never iterated; names compared in full; built, used and dropped one core
+//! at a time, so one table is in cache at a time), each location's fencing groups
 //! are collected once (however many writers and readers it has); memory
 //! linear in the program.
 
@@ -78,8 +79,6 @@ fn view_of(tensor: &str, c: u32) -> String {
 struct CoreIndex<'m> {
     f: &'m Function,
     m: &'m Module,
-    /// Instruction name -> index ([`TWICE`]: more than one).
-    insts: NameMap<'m, usize>,
     /// Location name -> index ([`TWICE`]: more than one).
     locs: NameMap<'m, usize>,
     /// Per instruction: the name of the block listing it.
@@ -90,7 +89,6 @@ struct CoreIndex<'m> {
 
 impl<'m> CoreIndex<'m> {
     fn new(m: &'m Module, f: &'m Function) -> Self {
-        let insts = index(f.insts.iter().map(|x| x.name.as_str()));
         let locs = index(m.memlocs.iter().map(|l| l.name.as_str()));
         let mut block_of = vec![None; f.insts.len()];
         for b in &f.blocks {
@@ -108,12 +106,7 @@ impl<'m> CoreIndex<'m> {
         }
         fenced.sort_unstable();
         fenced.dedup();
-        CoreIndex { f, m, insts, locs, block_of, fenced }
-    }
-
-    /// The index of the instruction named `name` (`Some(TWICE)`: more than one).
-    fn inst_named(&self, name: &str) -> Option<usize> {
-        self.insts.get(name).copied()
+        CoreIndex { f, m, locs, block_of, fenced }
     }
 
     /// The location named `name` (index and location), if exactly one has that name.
@@ -221,21 +214,22 @@ pub fn check_split(program: &Module, per_core: &[Module]) -> Vec<SplitViolation>
     let mut copy: Vec<Option<usize>> = vec![None; func.insts.len()];
     let mut prog_of: Vec<Vec<u32>> = cores.iter().map(|ci| vec![u32::MAX; ci.f.insts.len()]).collect();
     let block_name = block_names(func);
+    let named = copies_by_name(func, &cores, &core_of);
     for (i, inst) in func.insts.iter().enumerate() {
         let Some(c) = core_of[i] else { continue };
         let ci = &cores[c as usize];
         let bad = |msg: String| SplitViolation { core: Some(c), msg };
-        match ci.inst_named(&inst.name) {
+        match named[i] {
             None => out.push(bad(format!("instruction `{}` is missing", inst.name))),
             Some(TWICE) => out.push(bad(format!("instruction `{}` is there more than once", inst.name))),
-            Some(ref k) => {
-                copy[i] = Some(*k);
-                prog_of[c as usize][*k] = u32::try_from(i).unwrap_or(u32::MAX);
-                let x = &ci.f.insts[*k];
-                if ci.block_of[*k] != block_name[i] {
+            Some(k) => {
+                copy[i] = Some(k);
+                prog_of[c as usize][k] = u32::try_from(i).unwrap_or(u32::MAX);
+                let x = &ci.f.insts[k];
+                if ci.block_of[k] != block_name[i] {
                     out.push(bad(format!(
                         "instruction `{}` is in block {:?}, the program's in {:?}",
-                        inst.name, ci.block_of[*k], block_name[i]
+                        inst.name, ci.block_of[k], block_name[i]
                     )));
                 }
                 if let Some(e) = same_op(program, ci, inst, x, c, &owner, &loc_maps[c as usize]) {
@@ -244,8 +238,8 @@ pub fn check_split(program: &Module, per_core: &[Module]) -> Vec<SplitViolation>
             }
         }
     }
-    // The program's instructions by name, to say whose a stray one is.
-    let prog_names = index(func.insts.iter().map(|x| x.name.as_str()));
+    // The program's instructions by name, to say whose a stray one is: built at the first stray.
+    let prog_names = std::cell::OnceCell::new();
     for (c, ci) in cores.iter().enumerate() {
         let bad = |msg: String| SplitViolation { core: Some(c as u32), msg };
         // Nothing but the copies and barrier arrivals; copies in program order.
@@ -262,7 +256,10 @@ pub fn check_split(program: &Module, per_core: &[Module]) -> Vec<SplitViolation>
                 None if matches!(ci.f.insts[k].op, Op::CoreBarrier(_)) => {}
                 None => {
                     let name = ci.f.insts[k].name.as_str();
-                    let whose = prog_names.get(name).and_then(|&i| core_of.get(i).copied().flatten());
+                    let whose = prog_names
+                        .get_or_init(|| index(func.insts.iter().map(|x| x.name.as_str())))
+                        .get(name)
+                        .and_then(|&i| core_of.get(i).copied().flatten());
                     out.push(bad(match whose {
                         Some(o) => format!("instruction `{name}` of core {o} is here too"),
                         None => format!("instruction `{name}` is neither the program's nor a barrier arrival"),
@@ -273,6 +270,31 @@ pub fn check_split(program: &Module, per_core: &[Module]) -> Vec<SplitViolation>
     }
     check_edges_and_fences(program, func, &cores, &core_of, &owner, &copy, &mut out);
     out
+}
+
+/// Per program instruction bound to a core: the index of the instruction of
+/// that name in the core's function (`Some(TWICE)`: more than one; `None`:
+/// none). Core by core: one core's name table is built, looked up by every
+/// program instruction of that core and dropped before the next, so only one
+/// table is in cache at a time (the program interleaves its cores, and
+/// looking every name up in program order kept all of them in use). O(n)
+/// expected; memory: one core's table at a time.
+fn copies_by_name(func: &Function, cores: &[CoreIndex<'_>], core_of: &[Option<u32>]) -> Vec<Option<usize>> {
+    let mut bound: Vec<Vec<u32>> = vec![Vec::new(); cores.len()];
+    for (i, c) in core_of.iter().enumerate() {
+        if let Some(list) = c.and_then(|c| bound.get_mut(c as usize)) {
+            list.push(u32::try_from(i).unwrap_or(u32::MAX));
+        }
+    }
+    let mut named = vec![None; func.insts.len()];
+    for (ci, list) in cores.iter().zip(&bound) {
+        let names = index(ci.f.insts.iter().map(|x| x.name.as_str()));
+        for &i in list {
+            let Some(slot) = named.get_mut(i as usize) else { continue };
+            *slot = names.get(func.insts[i as usize].name.as_str()).copied();
+        }
+    }
+    named
 }
 
 /// Per program instruction: the name of the block listing it.
