@@ -43,8 +43,8 @@
 //! allocations (lookups are by binary search or in ordered maps, and a
 //! subgraph's vars by name or id in tables built once per subgraph,
 //! [`super::checker_vars`]; overlaps by one sort and a sweep), plus the
-//! bytes it reads back. Images are borrowed,
-//! never copied; a piece's name is printed only when a finding names it.
+//! bytes it reads back. Images are borrowed, never copied; a piece's name is
+//! printed only when a finding names it.
 
 use std::collections::BTreeMap;
 

@@ -33,11 +33,15 @@ impl<'d> VarsById<'d> {
             return VarsById::Dense(slots);
         }
         let mut rows: Vec<(u32, Entry<'d>)> = def.var.iter().map(|(k, v)| (v.var_id, (k.as_str(), v))).collect();
-        // Stable: among equal ids the last in name order ends up last, and dedup keeps it.
+        // Stable: equal ids stay in name order; of each run the kept row takes the later one's var.
         rows.sort_by_key(|r| r.0);
-        rows.reverse();
-        rows.dedup_by_key(|r| r.0);
-        rows.reverse();
+        rows.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                *kept = *later;
+            }
+            same
+        });
         VarsById::Sorted(rows)
     }
 

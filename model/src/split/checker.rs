@@ -280,18 +280,17 @@ pub fn check_split(program: &Module, per_core: &[Module]) -> Vec<SplitViolation>
 /// looking every name up in program order kept all of them in use). O(n)
 /// expected; memory: one core's table at a time.
 fn copies_by_name(func: &Function, cores: &[CoreIndex<'_>], core_of: &[Option<u32>]) -> Vec<Option<usize>> {
-    let mut bound: Vec<Vec<u32>> = vec![Vec::new(); cores.len()];
+    let mut bound: Vec<Vec<usize>> = vec![Vec::new(); cores.len()];
     for (i, c) in core_of.iter().enumerate() {
         if let Some(list) = c.and_then(|c| bound.get_mut(c as usize)) {
-            list.push(u32::try_from(i).unwrap_or(u32::MAX));
+            list.push(i);
         }
     }
     let mut named = vec![None; func.insts.len()];
     for (ci, list) in cores.iter().zip(&bound) {
         let names = index(ci.f.insts.iter().map(|x| x.name.as_str()));
         for &i in list {
-            let Some(slot) = named.get_mut(i as usize) else { continue };
-            *slot = names.get(func.insts[i as usize].name.as_str()).copied();
+            named[i] = names.get(func.insts[i].name.as_str()).copied();
         }
     }
     named
