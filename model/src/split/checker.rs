@@ -31,9 +31,9 @@
 //! locations and a accesses and barrier arrivals over all cores: every name
 //! is found in a hash table of its core's names (fixed hasher, looked up,
 //! never iterated; names compared in full; built, used and dropped one core
-//! at a time, so one table is in cache at a time), each location's fencing groups
-//! are collected once (however many writers and readers it has); memory
-//! linear in the program.
+//! at a time, so one table is in cache at a time), each location's fencing
+//! groups are collected once (however many writers and readers it has);
+//! memory linear in the program.
 
 use std::fmt;
 
