@@ -57,7 +57,8 @@
 //! ties and for the k reported pairs), and O(V + L) expected for the V views'
 //! target lookups over L locations (a table of the views' target names per
 //! target module, inline [`NameKey`]s: exact, the hash only spreads the keys;
-//! each target module's locations scanned once against it). Memory linear in the program.
+//! each target module's locations scanned once against it, and a view checked
+//! without reading any other location). Memory linear in the program.
 
 mod ceiling;
 mod live;
@@ -585,16 +586,20 @@ fn overlaps(
 
 /// The views' target lookup, resolved up front for every view of every
 /// module: the first module of each core, and in it the first location of the
-/// name (as a linear search would find it). The views' target names go into
-/// one table per target module ([`KeyMap`] of inline [`NameKey`]s: a hit reads
-/// no other module's strings; looked up only, never iterated),
-/// then each target module's locations are scanned once against it: O(V + L)
-/// expected for V views and L locations, with no table of all L names.
+/// name (as a linear search would find it). One pass over every module's
+/// locations lists the views (location index, target module, target name);
+/// their target names go into one table per target module ([`KeyMap`] of
+/// inline [`NameKey`]s: a hit reads no other module's strings; looked up only,
+/// never iterated), then each target module's locations are scanned once
+/// against it: O(V + L) expected for V views and L locations, with no table of
+/// all L names, and two reads of the locations in all.
 struct Targets<'a> {
     modules: &'a [Module],
-    /// Per view (module order, then location order): its target, if found.
+    /// Per view (module order, then location order): its location's index in its module.
+    at: Vec<usize>,
+    /// Per view: its target, if found.
     found: Vec<Option<&'a MemoryLocation>>,
-    /// `first[i]..first[i + 1]` indexes `found` for module `i`'s views.
+    /// `first[i]..first[i + 1]` indexes `at` and `found` for module `i`'s views.
     first: Vec<usize>,
 }
 
@@ -604,32 +609,37 @@ impl<'a> Targets<'a> {
         for (i, t) in modules.iter().enumerate() {
             by_core.entry(core_of(t, i)).or_insert(i);
         }
+        // Every view: (its location's index, its target's module, its target's name).
+        let mut views: Vec<(usize, Option<usize>, &'a str)> = Vec::new();
+        let mut first = Vec::with_capacity(modules.len() + 1);
+        for m in modules {
+            first.push(views.len());
+            for (k, l) in m.memlocs.iter().enumerate() {
+                if let Some(r) = &l.remote_local_target {
+                    views.push((k, by_core.get(&r.core).copied(), r.name.as_str()));
+                }
+            }
+        }
+        first.push(views.len());
         // Sized first (a rehash would read every stored name again).
         let mut wanted = vec![0usize; modules.len()];
-        for r in modules.iter().flat_map(|m| &m.memlocs).filter_map(|l| l.remote_local_target.as_ref()) {
-            if let Some(&ti) = by_core.get(&r.core) {
-                wanted[ti] += 1;
-            }
+        for ti in views.iter().filter_map(|v| v.1) {
+            wanted[ti] += 1;
         }
         let mut tables: Vec<KeyMap<'a, usize>> =
             wanted.iter().map(|&n| KeyMap::with_capacity_and_hasher(n, Default::default())).collect();
         let mut slot_loc: Vec<Option<&'a MemoryLocation>> = Vec::new();
-        let mut view_slot: Vec<Option<usize>> = Vec::new();
-        let mut first = Vec::with_capacity(modules.len() + 1);
-        for m in modules {
-            first.push(view_slot.len());
-            for l in &m.memlocs {
-                let Some(r) = &l.remote_local_target else { continue };
-                let slot = by_core.get(&r.core).map(|&ti| {
-                    *tables[ti].entry(NameKey::new(&r.name)).or_insert_with(|| {
+        let view_slot: Vec<Option<usize>> = views
+            .iter()
+            .map(|&(_, target, name)| {
+                target.map(|ti| {
+                    *tables[ti].entry(NameKey::new(name)).or_insert_with(|| {
                         slot_loc.push(None);
                         slot_loc.len() - 1
                     })
-                });
-                view_slot.push(slot);
-            }
-        }
-        first.push(view_slot.len());
+                })
+            })
+            .collect();
         for (t, table) in modules.iter().zip(&tables) {
             if table.is_empty() {
                 continue;
@@ -643,19 +653,21 @@ impl<'a> Targets<'a> {
             }
         }
         let found = view_slot.into_iter().map(|s| s.and_then(|s| slot_loc[s])).collect();
-        Targets { modules, found, first }
+        let at = views.into_iter().map(|v| v.0).collect();
+        Targets { modules, at, found, first }
     }
 }
 
-/// Every view of module `index` equals its target's (address, partition, bank).
+/// Every view of module `index` equals its target's (address, partition,
+/// bank). O(views of the module): it reads no other location.
 fn check_views(targets: &Targets<'_>, index: usize, out: &mut Vec<IrViolation>) {
     let m = &targets.modules[index];
     let core = core_of(m, index);
-    let from = targets.first.get(index).copied().unwrap_or(0);
-    let mut found = targets.found.get(from..).unwrap_or(&[]).iter();
-    for l in &m.memlocs {
+    let (from, to) = (targets.first[index], targets.first[index + 1]);
+    for (&k, &target) in targets.at[from..to].iter().zip(&targets.found[from..to]) {
+        let Some(l) = m.memlocs.get(k) else { continue };
         let Some(r) = &l.remote_local_target else { continue };
-        let Some(t) = found.next().copied().flatten() else {
+        let Some(t) = target else {
             let (view, target, target_core) = (l.name.to_string(), r.name.to_string(), r.core);
             out.push(IrViolation::MissingRemote { core, view, target, target_core });
             continue;

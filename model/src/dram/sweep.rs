@@ -19,13 +19,22 @@
 //! pairs are recorded (a placement with every buffer at one address has n²/2
 //! of them; a foreign placement must not make the checker quadratic).
 //!
-//! **Cost.** O(s log s) to sort the s segments and O(n log n) to rank the n
-//! items, O((s + k') log n) for the sweep where k' ≤ s + (pairs met, counted
-//! with repeats across an item's segments), and O(k log k) for the k ≤ `limit`
+//! Expiry needs no heap: the merged segments are also ordered by end, and a
+//! cursor over that order clears every item whose segment ended before the
+//! current start. Both orders are counting sorts when the positions span at
+//! most `4s + 1024` values (the IR checker's positions are instruction
+//! indices), comparison sorts otherwise (a MiniMalloc CSV's times are any
+//! u64); either way stable, so ties keep item order and the sweep visits the
+//! same starts in the same order.
+//!
+//! **Cost.** O(s) to merge the s segments when they come sorted by (item,
+//! start), as the IR checker's do (else O(s log s)); O(s + span) or O(s log
+//! s) to order them by start and by end; O(n log n) to rank the n items;
+//! O((s + k') log n) for the sweep where k' ≤ s + (pairs met, counted with
+//! repeats across an item's segments), and O(k log k) for the k ≤ `limit`
 //! distinct pairs recorded. Memory O(n + s + k).
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 
 /// The pairs found by [`overlapping_pairs`], and whether it stopped at its limit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,7 +63,12 @@ pub fn overlapping_pairs(ranges: &[(u64, u64)], mut segs: Vec<(usize, u64, u64)>
             _ => events.push((f, i, t)),
         }
     }
-    events.sort_unstable();
+    // By start, then item (stable: the merge left them in item order, and an
+    // item's merged segments start apart, so (start, item) orders them all).
+    sort_stably_by_time(&mut events, |e| e.0);
+    // The same segments by end, for expiry.
+    let mut ends: Vec<(u64, usize)> = events.iter().map(|&(_, i, to)| (to, i)).collect();
+    sort_stably_by_time(&mut ends, |e| e.0);
     // Rank the items by (first byte, item): ranks of first byte < x are a prefix.
     let mut by_lo: Vec<usize> = (0..ranges.len()).collect();
     by_lo.sort_unstable_by_key(|&i| (ranges[i].0, i));
@@ -64,21 +78,23 @@ pub fn overlapping_pairs(ranges: &[(u64, u64)], mut segs: Vec<(usize, u64, u64)>
     }
     let los: Vec<u64> = by_lo.iter().map(|&i| ranges[i].0).collect();
     let mut live = MaxTree::new(ranges.len());
-    let mut expiry: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
+    // `ends[..expired]` have been cleared from `live`.
+    let mut expired = 0;
     let mut found: BTreeMap<(usize, usize), u64> = BTreeMap::new();
-    let mut hits = Vec::new();
+    let (mut hits, mut stack) = (Vec::new(), Vec::new());
     let mut truncated = false;
-    for &(t, i, to) in &events {
-        while let Some(&Reverse((end, j))) = expiry.peek() {
+    for &(t, i, _) in &events {
+        // A segment that ended before `t` started before `t`, so it was set already.
+        while let Some(&(end, j)) = ends.get(expired) {
             if end >= t {
                 break;
             }
-            expiry.pop();
+            expired += 1;
             live.set(rank[j], 0);
         }
         let (lo, hi) = ranges[i];
         hits.clear();
-        live.above(los.partition_point(|&l| l < hi), lo, &mut hits);
+        live.above(los.partition_point(|&l| l < hi), lo, &mut stack, &mut hits);
         for &r in &hits {
             let j = by_lo[r];
             found.entry((i.min(j), i.max(j))).or_insert(t);
@@ -88,11 +104,39 @@ pub fn overlapping_pairs(ranges: &[(u64, u64)], mut segs: Vec<(usize, u64, u64)>
             break;
         }
         live.set(rank[i], hi);
-        expiry.push(Reverse((to, i)));
     }
     let mut pairs: Vec<(usize, usize, u64)> = found.into_iter().map(|((a, b), t)| (a, b, t)).collect();
     pairs.truncate(limit);
     Overlaps { pairs, truncated }
+}
+
+/// Sorts `v` stably by `time`: a counting sort when the times span at most
+/// `4 * len + 1024` values (O(len + span)), else a merge sort (O(len log len)).
+fn sort_stably_by_time<T: Copy>(v: &mut Vec<T>, time: impl Fn(&T) -> u64) {
+    let (Some(lo), Some(hi)) = (v.iter().map(&time).min(), v.iter().map(&time).max()) else { return };
+    let limit = v.len().saturating_mul(4).saturating_add(1024);
+    let span = match usize::try_from(hi - lo) {
+        Ok(span) if span <= limit => span,
+        _ => {
+            v.sort_by_key(time);
+            return;
+        }
+    };
+    // `next[k]`: where the next item of time `lo + k` goes.
+    let mut next = vec![0usize; span + 2];
+    for x in v.iter() {
+        next[(time(x) - lo) as usize + 1] += 1;
+    }
+    for k in 1..next.len() {
+        next[k] += next[k - 1];
+    }
+    let mut out: Vec<T> = vec![v[0]; v.len()];
+    for x in v.iter() {
+        let k = (time(x) - lo) as usize;
+        out[next[k]] = *x;
+        next[k] += 1;
+    }
+    *v = out;
 }
 
 /// A max tree over `n` leaves (ranks), each holding a live item's end byte or 0.
@@ -107,19 +151,26 @@ impl MaxTree {
         MaxTree { leaves, node: vec![0; 2 * leaves] }
     }
 
-    /// Sets leaf `r` to `v` and updates its ancestors: O(log n).
+    /// Sets leaf `r` to `v` and updates its ancestors, stopping at the first
+    /// whose maximum does not change (those above it do not either): O(log n).
     fn set(&mut self, r: usize, v: u64) {
         let mut x = r + self.leaves;
         self.node[x] = v;
         while x > 1 {
             x /= 2;
-            self.node[x] = self.node[2 * x].max(self.node[2 * x + 1]);
+            let max = self.node[2 * x].max(self.node[2 * x + 1]);
+            if self.node[x] == max {
+                break;
+            }
+            self.node[x] = max;
         }
     }
 
-    /// Pushes every leaf `r < prefix` whose value exceeds `floor`: O((1 + found) log n).
-    fn above(&self, prefix: usize, floor: u64, out: &mut Vec<usize>) {
-        let mut stack = vec![(1usize, 0usize, self.leaves)];
+    /// Pushes every leaf `r < prefix` whose value exceeds `floor`, in rank
+    /// order (`stack`: scratch space, left empty): O((1 + found) log n).
+    fn above(&self, prefix: usize, floor: u64, stack: &mut Vec<(usize, usize, usize)>, out: &mut Vec<usize>) {
+        stack.clear();
+        stack.push((1usize, 0usize, self.leaves));
         while let Some((x, first, width)) = stack.pop() {
             if first >= prefix || self.node[x] <= floor {
                 continue;
@@ -212,6 +263,53 @@ mod tests {
         ranges.extend((0..2000u64).map(|k| (1000 + 10 * k, 1010 + 10 * k)));
         let segs = (0..ranges.len()).map(|i| (i, i as u64, 5000)).collect();
         assert_eq!(overlapping_pairs(&ranges, segs, usize::MAX), Overlaps { pairs: vec![(0, 1, 1)], truncated: false });
+    }
+
+    #[test]
+    fn sorting_by_time_is_stable_on_both_paths() {
+        // Small span: counted; a span past 4 * len + 1024: merge-sorted. Same order either way.
+        for scale in [1u64, 1 << 40] {
+            let mut v: Vec<(u64, usize)> = (0..50).map(|i| ((i as u64 * 7 % 5) * scale, i)).collect();
+            let mut want = v.clone();
+            want.sort_by_key(|e| e.0);
+            sort_stably_by_time(&mut v, |e| e.0);
+            assert_eq!(v, want, "scale {scale}");
+            assert!(v.windows(2).all(|w| w[0].0 < w[1].0 || w[0].1 < w[1].1), "ties keep input order");
+        }
+        let mut empty: Vec<(u64, usize)> = Vec::new();
+        sort_stably_by_time(&mut empty, |e| e.0);
+        assert!(empty.is_empty());
+        // Times at the ends of u64: the span overflows usize arithmetic nowhere.
+        let mut wide = vec![(u64::MAX, 0usize), (0, 1), (u64::MAX, 2)];
+        sort_stably_by_time(&mut wide, |e| e.0);
+        assert_eq!(wide, vec![(0, 1), (u64::MAX, 0), (u64::MAX, 2)]);
+    }
+
+    #[test]
+    fn agrees_with_the_quadratic_definition_at_times_past_the_counting_span() {
+        // Positions 2^40 apart force the comparison sorts of starts and ends.
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        for _ in 0..200 {
+            let n = rng.random_range(0..10usize);
+            let ranges: Vec<(u64, u64)> = (0..n)
+                .map(|_| {
+                    let lo = rng.random_range(0..40u64);
+                    (lo, lo + rng.random_range(0..12u64))
+                })
+                .collect();
+            let segs: Vec<Vec<(u64, u64)>> = (0..n)
+                .map(|_| {
+                    (0..rng.random_range(0..4usize))
+                        .map(|_| {
+                            let f = rng.random_range(0..30u64) << 40;
+                            (f, f + (rng.random_range(0..6u64) << 40))
+                        })
+                        .collect()
+                })
+                .collect();
+            assert_eq!(pairs(&ranges, &segs), brute(&ranges, &segs), "{ranges:?} {segs:?}");
+        }
     }
 
     #[test]
