@@ -283,6 +283,24 @@ fn core_of(m: &Module, index: usize) -> u32 {
     m.attrs.neuron_core_id.unwrap_or(index as u32)
 }
 
+/// A touched, addressed location as the region and overlap rules read it, so
+/// that they read no location again but for a reported one's name.
+#[derive(Clone, Copy)]
+struct Placed {
+    id: MemLocId,
+    /// Its address.
+    lo: u64,
+    /// Its page-rounded size.
+    size: u64,
+}
+
+impl Placed {
+    /// One past its last page-rounded byte.
+    fn end(&self) -> u64 {
+        self.lo.saturating_add(self.size)
+    }
+}
+
 /// An owned shared buffer: (core, name, first byte, one past its last page-rounded byte).
 type Owned<'a> = (u32, &'a str, u64, u64);
 
@@ -317,6 +335,7 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
             let mut shared = Vec::new();
             for &id in touched {
                 let Some(l) = m.memlocs.get(id.index()) else { continue };
+                let placed = Placed { id, lo: l.address.unwrap_or(0), size: page_up(l.byte_size()) };
                 if is_private(l) && regions.is_candidate_of(id.index(), fi) {
                     candidates.push(id);
                 }
@@ -329,12 +348,12 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
                         out.push(IrViolation::NotMarked { core, loc: l.name.to_string() });
                     }
                     if l.remote_local_target.is_none() {
-                        shared.push(id);
+                        shared.push(placed);
                     }
                 } else if is_private(l) {
-                    private.push(id);
+                    private.push(placed);
                     if regions.is_candidate_of(id.index(), fi) {
-                        own.push(id);
+                        own.push(placed);
                     }
                 }
             }
@@ -368,10 +387,8 @@ pub fn check_modules(modules: &[Module], cfg: &IrCheckConfig) -> Vec<IrViolation
             let region = Region { core, floor: slab_lo, ceiling: slab_hi, region_lo: slab_lo };
             check_region(m, &shared, &cc, SHARED, &region, cfg, &mut out);
             overlaps(m, core, &private, &segs, &mut budget, &mut out);
-            for id in shared {
-                let l = m.loc(id);
-                let lo = l.address.unwrap_or(0);
-                owned.push((core, l.name.as_str(), lo, lo.saturating_add(page_up(l.byte_size()))));
+            for p in shared {
+                owned.push((core, m.loc(p.id).name.as_str(), p.lo, p.end()));
             }
         }
         check_views(&targets, index, &mut out);
@@ -464,13 +481,12 @@ struct CcOperands {
 }
 
 impl CcOperands {
-    fn new(m: &Module, f: &crate::ir::Function, private: &[MemLocId], shared: &[MemLocId]) -> Self {
+    fn new(m: &Module, f: &crate::ir::Function, private: &[MemLocId], shared: &[Placed]) -> Self {
         let mut class = vec![0u8; m.memlocs.len()];
-        for (ids, bit) in [(private, PRIVATE), (shared, SHARED)] {
-            for id in ids {
-                if let Some(c) = class.get_mut(id.index()) {
-                    *c |= bit;
-                }
+        let ids = private.iter().map(|&id| (id, PRIVATE)).chain(shared.iter().map(|p| (p.id, SHARED)));
+        for (id, bit) in ids {
+            if let Some(c) = class.get_mut(id.index()) {
+                *c |= bit;
             }
         }
         let mut sum = [0u64; 2];
@@ -500,7 +516,7 @@ impl CcOperands {
 /// region (`bit`: [`PRIVATE`] or [`SHARED`]): O(|ids|).
 fn check_region(
     m: &Module,
-    ids: &[MemLocId],
+    ids: &[Placed],
     cc: &CcOperands,
     bit: u8,
     r: &Region,
@@ -520,12 +536,9 @@ fn check_region(
     let mut allowed = vec![0, r.floor % PAGE, cc_base % PAGE];
     allowed.sort_unstable();
     allowed.dedup();
-    for &id in ids {
-        let l = m.loc(id);
-        let address = l.address.unwrap_or(0);
-        let size = page_up(l.byte_size());
+    for &Placed { id, lo: address, size } in ids {
         let end = address.saturating_add(size);
-        let name = || l.name.to_string();
+        let name = || m.loc(id).name.to_string();
         if address >= r.region_lo && address < r.floor {
             out.push(IrViolation::BelowFloor { core, loc: name(), address, floor: r.floor });
         }
@@ -555,25 +568,20 @@ fn check_region(
 fn overlaps(
     m: &Module,
     core: u32,
-    private: &[MemLocId],
+    private: &[Placed],
     segs: &LiveSegments,
     budget: &mut Option<usize>,
     out: &mut Vec<IrViolation>,
 ) {
     let Some(limit) = *budget else { return };
-    let range = |id: MemLocId| {
-        let l = m.loc(id);
-        let lo = l.address.unwrap_or(0);
-        (lo, lo.saturating_add(page_up(l.byte_size())))
-    };
-    let ranges: Vec<(u64, u64)> = private.iter().map(|&id| range(id)).collect();
+    let ranges: Vec<(u64, u64)> = private.iter().map(|p| (p.lo, p.end())).collect();
     let lists: Vec<(usize, u64, u64)> =
-        private.iter().enumerate().flat_map(|(i, &id)| segs.get(id).iter().map(move |&(f, t)| (i, f, t))).collect();
+        private.iter().enumerate().flat_map(|(i, p)| segs.get(p.id).iter().map(move |&(f, t)| (i, f, t))).collect();
     let found = super::sweep::overlapping_pairs(&ranges, lists, limit);
     let listed = found.pairs.len().min(limit);
     for &(i, j, time) in &found.pairs[..listed] {
         let ((a_lo, a_hi), (b_lo, b_hi)) = (ranges[i], ranges[j]);
-        let (a, b) = (m.loc(private[i]).name.to_string(), m.loc(private[j]).name.to_string());
+        let (a, b) = (m.loc(private[i].id).name.to_string(), m.loc(private[j].id).name.to_string());
         out.push(IrViolation::Overlap { core, a, a_lo, a_hi, b, b_lo, b_hi, time });
     }
     *budget = if found.truncated {
