@@ -592,6 +592,9 @@ fn overlaps(
     };
 }
 
+/// A location's (address, partition, bank): what a view must share with its target.
+type Placement = (Option<u64>, u32, u32);
+
 /// The views' target lookup, resolved up front for every view of every
 /// module: the first module of each core, and in it the first location of the
 /// name (as a linear search would find it). One pass over every module's
@@ -605,8 +608,9 @@ struct Targets<'a> {
     modules: &'a [Module],
     /// Per view (module order, then location order): its location's index in its module.
     at: Vec<usize>,
-    /// Per view: its target, if found.
-    found: Vec<Option<&'a MemoryLocation>>,
+    /// Per view: its target's (address, partition, bank), if found (read in
+    /// the target scan, so checking a view reads no other module).
+    found: Vec<Option<Placement>>,
     /// `first[i]..first[i + 1]` indexes `at` and `found` for module `i`'s views.
     first: Vec<usize>,
 }
@@ -636,7 +640,7 @@ impl<'a> Targets<'a> {
         }
         let mut tables: Vec<KeyMap<'a, usize>> =
             wanted.iter().map(|&n| KeyMap::with_capacity_and_hasher(n, Default::default())).collect();
-        let mut slot_loc: Vec<Option<&'a MemoryLocation>> = Vec::new();
+        let mut slot_loc: Vec<Option<Placement>> = Vec::new();
         let view_slot: Vec<Option<usize>> = views
             .iter()
             .map(|&(_, target, name)| {
@@ -656,7 +660,7 @@ impl<'a> Targets<'a> {
                 if let Some(&s) = table.get(&NameKey::new(&x.name))
                     && slot_loc[s].is_none()
                 {
-                    slot_loc[s] = Some(x);
+                    slot_loc[s] = Some((x.address, x.partition, x.bank));
                 }
             }
         }
@@ -680,8 +684,7 @@ fn check_views(targets: &Targets<'_>, index: usize, out: &mut Vec<IrViolation>) 
             out.push(IrViolation::MissingRemote { core, view, target, target_core });
             continue;
         };
-        let got = (l.address, l.partition, l.bank);
-        let want = (t.address, t.partition, t.bank);
+        let (got, want) = ((l.address, l.partition, l.bank), t);
         if got != want {
             let (view, target, target_core) = (l.name.to_string(), r.name.to_string(), r.core);
             out.push(IrViolation::SyncMismatch { core, view, got, target, target_core, want });
