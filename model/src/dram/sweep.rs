@@ -283,6 +283,10 @@ mod tests {
         let mut wide = vec![(u64::MAX, 0usize), (0, 1), (u64::MAX, 2)];
         sort_stably_by_time(&mut wide, |e| e.0);
         assert_eq!(wide, vec![(0, 1), (u64::MAX, 0), (u64::MAX, 2)]);
+        // A small span at the top of u64 is counted from its lowest time (no sum of times overflows).
+        let mut top = vec![(u64::MAX, 0usize), (u64::MAX - 3, 1), (u64::MAX - 1, 2), (u64::MAX - 3, 3)];
+        sort_stably_by_time(&mut top, |e| e.0);
+        assert_eq!(top, vec![(u64::MAX - 3, 1), (u64::MAX - 3, 3), (u64::MAX - 1, 2), (u64::MAX, 0)]);
     }
 
     #[test]
