@@ -65,7 +65,7 @@ mod live;
 
 use std::collections::BTreeMap;
 
-use crate::ir::{MemLocId, MemType, MemoryLocation, Module, Usage};
+use crate::ir::{MemLocId, MemType, MemoryLocation, Module, RemoteLocalTarget, Usage};
 use crate::program::name_key::{KeyMap, NameKey};
 use ceiling::{PrivateRegions, is_private};
 use live::{LiveSegments, live_segments};
@@ -598,7 +598,7 @@ type Placement = (Option<u64>, u32, u32);
 /// The views' target lookup, resolved up front for every view of every
 /// module: the first module of each core, and in it the first location of the
 /// name (as a linear search would find it). One pass over every module's
-/// locations lists the views (location index, target module, target name);
+/// locations lists the views (each with its remote target's name and core);
 /// their target names go into one table per target module ([`KeyMap`] of
 /// inline [`NameKey`]s: a hit reads no other module's strings; looked up only,
 /// never iterated), then each target module's locations are scanned once
@@ -606,12 +606,12 @@ type Placement = (Option<u64>, u32, u32);
 /// all L names, and two reads of the locations in all.
 struct Targets<'a> {
     modules: &'a [Module],
-    /// Per view (module order, then location order): its location's index in its module.
-    at: Vec<usize>,
+    /// Per view (module order, then location order): the view and its target's name and core.
+    views: Vec<(&'a MemoryLocation, &'a RemoteLocalTarget)>,
     /// Per view: its target's (address, partition, bank), if found (read in
     /// the target scan, so checking a view reads no other module).
     found: Vec<Option<Placement>>,
-    /// `first[i]..first[i + 1]` indexes `at` and `found` for module `i`'s views.
+    /// `first[i]..first[i + 1]` indexes `views` and `found` for module `i`'s views.
     first: Vec<usize>,
 }
 
@@ -621,21 +621,18 @@ impl<'a> Targets<'a> {
         for (i, t) in modules.iter().enumerate() {
             by_core.entry(core_of(t, i)).or_insert(i);
         }
-        // Every view: (its location's index, its target's module, its target's name).
-        let mut views: Vec<(usize, Option<usize>, &'a str)> = Vec::new();
+        // Every view, and per view its target's module.
+        let mut views: Vec<(&'a MemoryLocation, &'a RemoteLocalTarget)> = Vec::new();
         let mut first = Vec::with_capacity(modules.len() + 1);
         for m in modules {
             first.push(views.len());
-            for (k, l) in m.memlocs.iter().enumerate() {
-                if let Some(r) = &l.remote_local_target {
-                    views.push((k, by_core.get(&r.core).copied(), r.name.as_str()));
-                }
-            }
+            views.extend(m.memlocs.iter().filter_map(|l| l.remote_local_target.as_ref().map(|r| (l, r))));
         }
         first.push(views.len());
+        let target_of: Vec<Option<usize>> = views.iter().map(|(_, r)| by_core.get(&r.core).copied()).collect();
         // Sized first (a rehash would read every stored name again).
         let mut wanted = vec![0usize; modules.len()];
-        for ti in views.iter().filter_map(|v| v.1) {
+        for &ti in target_of.iter().flatten() {
             wanted[ti] += 1;
         }
         let mut tables: Vec<KeyMap<'a, usize>> =
@@ -643,9 +640,10 @@ impl<'a> Targets<'a> {
         let mut slot_loc: Vec<Option<Placement>> = Vec::new();
         let view_slot: Vec<Option<usize>> = views
             .iter()
-            .map(|&(_, target, name)| {
+            .zip(&target_of)
+            .map(|(&(_, r), target)| {
                 target.map(|ti| {
-                    *tables[ti].entry(NameKey::new(name)).or_insert_with(|| {
+                    *tables[ti].entry(NameKey::new(&r.name)).or_insert_with(|| {
                         slot_loc.push(None);
                         slot_loc.len() - 1
                     })
@@ -665,8 +663,7 @@ impl<'a> Targets<'a> {
             }
         }
         let found = view_slot.into_iter().map(|s| s.and_then(|s| slot_loc[s])).collect();
-        let at = views.into_iter().map(|v| v.0).collect();
-        Targets { modules, at, found, first }
+        Targets { modules, views, found, first }
     }
 }
 
@@ -676,9 +673,7 @@ fn check_views(targets: &Targets<'_>, index: usize, out: &mut Vec<IrViolation>) 
     let m = &targets.modules[index];
     let core = core_of(m, index);
     let (from, to) = (targets.first[index], targets.first[index + 1]);
-    for (&k, &target) in targets.at[from..to].iter().zip(&targets.found[from..to]) {
-        let Some(l) = m.memlocs.get(k) else { continue };
-        let Some(r) = &l.remote_local_target else { continue };
+    for (&(l, r), &target) in targets.views[from..to].iter().zip(&targets.found[from..to]) {
         let Some(t) = target else {
             let (view, target, target_core) = (l.name.to_string(), r.name.to_string(), r.core);
             out.push(IrViolation::MissingRemote { core, view, target, target_core });
