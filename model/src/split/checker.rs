@@ -35,6 +35,7 @@
 //! groups are collected once (however many writers and readers it has);
 //! memory linear in the program.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use crate::ir::*;
@@ -309,12 +310,12 @@ fn block_names(func: &Function) -> Vec<Option<&str>> {
     names
 }
 
-/// The name core `c` holds program location `loc` under.
-fn name_on(program: &Module, loc: MemLocId, c: u32, owner: &[Option<u32>]) -> String {
+/// The name core `c` holds program location `loc` under (borrowed unless it is a view's).
+fn name_on<'p>(program: &'p Module, loc: MemLocId, c: u32, owner: &[Option<u32>]) -> Cow<'p, str> {
     let name = program.loc(loc).name.as_str();
     match owner.get(loc.index()).copied().flatten() {
-        Some(a) if a != c => view_of(name, c),
-        _ => name.to_string(),
+        Some(a) if a != c => Cow::Owned(view_of(name, c)),
+        _ => Cow::Borrowed(name),
     }
 }
 
@@ -334,8 +335,12 @@ fn same_op(
     if p.engine != x.engine || p.collective != x.collective || qname(program, p.queue) != qname(ci.m, x.queue) {
         return Some("engine, collective flag or queue differ".into());
     }
-    let (ps, xs): (Vec<AccessPattern>, Vec<AccessPattern>) = match (&p.op, &x.op) {
-        (Op::DmaCopy { src: a, dst: b }, Op::DmaCopy { src: s, dst: d }) => (vec![*a, *b], vec![*s, *d]),
+    // Inline for up to four operands: no heap block per instruction.
+    type Operands = smallvec::SmallVec<[AccessPattern; 4]>;
+    let (ps, xs): (Operands, Operands) = match (&p.op, &x.op) {
+        (Op::DmaCopy { src: a, dst: b }, Op::DmaCopy { src: s, dst: d }) => {
+            (smallvec::smallvec![*a, *b], smallvec::smallvec![*s, *d])
+        }
         (Op::Compute { kind: k1, srcs: s1, dst: d1 }, Op::Compute { kind: k2, srcs: s2, dst: d2 }) if k1 == k2 => {
             (s1.iter().chain([d1]).copied().collect(), s2.iter().chain([d2]).copied().collect())
         }
