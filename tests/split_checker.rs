@@ -122,6 +122,49 @@ fn a_changed_operand_engine_or_lost_edge_is_reported() {
     assert!(has(&v, 0, "instruction `i1` lost its Data edge to `i0`"), "{v:#?}");
 }
 
+/// A copy that changes only its collective flag, only its queue (to another
+/// queue, by name) or only a switch's instance is reported; a clean split with
+/// a switch and a return passes.
+#[test]
+fn a_changed_collective_flag_queue_or_switch_instance_alone_is_reported() {
+    let text = "module q lnc 1
+queue qa static owner sp sems 1 instances 0,1,2
+queue qb static owner sp sems 1
+loc x dram input i32[16]
+loc y dram output i32[16]
+func main
+  args x, y
+  block entry
+    i0 = sp dma x[0..16] -> y[0..16] queue qa core 0
+    i1 = sp switch_queue qa instance 1 core 0 after i0
+    i2 = sp return core 0 after i1
+";
+    let p = ir::parse(text).unwrap();
+    let ms = split(&p).unwrap();
+    assert_eq!(check_split(&p, &ms), vec![], "the clean split passes (a switch and a return included)");
+    let mut switch = ms.clone();
+    if let Op::SwitchQueueInstance { instance, .. } = &mut inst(&mut switch[0], "i1").op {
+        *instance = 2;
+    }
+    assert!(has(&check_split(&p, &switch), 0, "instruction `i1`: switch_queue differs"));
+    let mut coll = ms.clone();
+    let flag = &mut inst(&mut coll[0], "i0").collective;
+    *flag = !*flag;
+    assert!(has(&check_split(&p, &coll), 0, "instruction `i0`: engine, collective flag or queue differ"));
+    let mut queue = ms;
+    // The split may keep only the queues a core uses: core 0 gets `qb` if it lacks it.
+    let qb = match queue[0].queues.iter().position(|q| q.name == "qb") {
+        Some(i) => i,
+        None => {
+            queue[0].queues.push(p.queues[1].clone());
+            queue[0].queues.len() - 1
+        }
+    };
+    inst(&mut queue[0], "i0").queue = Some(QueueId::from_index(qb));
+    let v = check_split(&p, &queue);
+    assert!(has(&v, 0, "instruction `i0`: engine, collective flag or queue differ"), "{v:#?}");
+}
+
 #[test]
 fn over_sharing_a_wrong_view_and_a_wrong_usage_are_reported() {
     let (p, ms) = clean();
