@@ -124,7 +124,7 @@ fn a_changed_operand_engine_or_lost_edge_is_reported() {
 
 /// A copy that changes only its collective flag, only its queue (to another
 /// queue, by name) or only a switch's instance is reported; a clean split with
-/// a switch and a return passes.
+/// a switch, semaphore operations and a return passes; a changed wait value is reported.
 #[test]
 fn a_changed_collective_flag_queue_or_switch_instance_alone_is_reported() {
     let text = "module q lnc 1
@@ -137,16 +137,23 @@ func main
   block entry
     i0 = sp dma x[0..16] -> y[0..16] queue qa core 0
     i1 = sp switch_queue qa instance 1 core 0 after i0
-    i2 = sp return core 0 after i1
+    i2 = sp sem_signal 0 core 0 after i1
+    i3 = sp sem_wait 0 value 1 core 0 after i2
+    i4 = sp return core 0 after i3
 ";
     let p = ir::parse(text).unwrap();
     let ms = split(&p).unwrap();
-    assert_eq!(check_split(&p, &ms), vec![], "the clean split passes (a switch and a return included)");
+    assert_eq!(check_split(&p, &ms), vec![], "the clean split passes (a switch, semaphores and a return included)");
     let mut switch = ms.clone();
     if let Op::SwitchQueueInstance { instance, .. } = &mut inst(&mut switch[0], "i1").op {
         *instance = 2;
     }
     assert!(has(&check_split(&p, &switch), 0, "instruction `i1`: switch_queue differs"));
+    let mut wait = ms.clone();
+    if let Op::SemWait { value, .. } = &mut inst(&mut wait[0], "i3").op {
+        *value = 2;
+    }
+    assert!(has(&check_split(&p, &wait), 0, "instruction `i3`: operation differs"));
     let mut coll = ms.clone();
     let flag = &mut inst(&mut coll[0], "i0").collective;
     *flag = !*flag;
