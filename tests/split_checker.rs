@@ -112,6 +112,11 @@ fn a_changed_operand_engine_or_lost_edge_is_reported() {
     }
     let v = check_split(&p, &range);
     assert!(has(&v, 2, "instruction `i4`: operand `t_in2[4..12]` became `t_in2[5..13]`"), "{v:#?}");
+    let mut kind = ms.clone();
+    if let Op::Compute { kind: k, .. } = &mut inst(&mut kind[0], "i1").op {
+        *k = ComputeKind::Reduce;
+    }
+    assert!(has(&check_split(&p, &kind), 0, "instruction `i1`: operation differs"), "a relu became a reduce");
     let mut engine = ms.clone();
     inst(&mut engine[0], "i1").engine = Engine::Pool;
     assert!(has(&check_split(&p, &engine), 0, "engine, collective flag or queue differ"));
@@ -149,6 +154,18 @@ func main
         *instance = 2;
     }
     assert!(has(&check_split(&p, &switch), 0, "instruction `i1`: switch_queue differs"));
+    let mut switch_q = ms.clone();
+    let qb = match switch_q[0].queues.iter().position(|q| q.name == "qb") {
+        Some(i) => i,
+        None => {
+            switch_q[0].queues.push(p.queues[1].clone());
+            switch_q[0].queues.len() - 1
+        }
+    };
+    if let Op::SwitchQueueInstance { queue, .. } = &mut inst(&mut switch_q[0], "i1").op {
+        *queue = QueueId::from_index(qb);
+    }
+    assert!(has(&check_split(&p, &switch_q), 0, "instruction `i1`: switch_queue differs"));
     let mut wait = ms.clone();
     if let Op::SemWait { value, .. } = &mut inst(&mut wait[0], "i3").op {
         *value = 2;
