@@ -599,10 +599,10 @@ impl<'a> Ck<'a> {
 
 /// Every barrier group of `m`: its arrivals agree on the participants, and
 /// every participant arrives exactly once, nobody else. One sort of all
-/// arrivals by (group, arrival order), no table per group; reports in the
-/// order of the old per-group walk: disagreements in arrival order, then
-/// mismatched groups ascending. Cost: O(B log B) for B arrivals (times the
-/// participants of each).
+/// arrivals by (group, arrival order), no table per group. Reports
+/// disagreements in arrival order (one per arrival that differs from its
+/// group's first), then mismatched groups ascending. Cost: O(B log B) for B
+/// arrivals (times the participants of each).
 fn group_arrivals(m: &Module, errs: &mut Vec<String>) {
     // (group, arrival order, arriving core, participants).
     let mut arrivals: Vec<(u32, usize, u32, &[u32])> = Vec::new();
