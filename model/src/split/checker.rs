@@ -38,6 +38,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use smallvec::SmallVec;
+
 use crate::ir::*;
 use crate::namehash::NameMap;
 
@@ -84,8 +86,15 @@ struct CoreIndex<'m> {
     locs: NameMap<'m, usize>,
     /// Per instruction: the name of the block listing it.
     block_of: Vec<Option<&'m str>>,
-    /// (instruction index, group): an arrival in `group` depends directly on the instruction; sorted.
-    fenced: Vec<(usize, u32)>,
+    /// Per instruction: its group when it is a barrier arrival (8 bytes an
+    /// instruction, so reading the group of a dependency does not pull the
+    /// whole instruction into cache).
+    group_of: Vec<Option<u32>>,
+    /// Per instruction `i`: `fence_groups[fence_at[i]..fence_at[i + 1]]` are
+    /// the groups of the arrivals that depend directly on `i`, ascending, each once.
+    fence_at: Vec<usize>,
+    /// The groups [`CoreIndex::fence_at`] ranges over.
+    fence_groups: Vec<u32>,
 }
 
 impl<'m> CoreIndex<'m> {
@@ -99,15 +108,32 @@ impl<'m> CoreIndex<'m> {
                 }
             }
         }
+        let n = f.insts.len();
+        let mut group_of = Vec::with_capacity(n);
         let mut fenced = Vec::new();
         for x in &f.insts {
-            if let Op::CoreBarrier(b) = &x.op {
-                fenced.extend(x.deps.iter().map(|d| (d.inst.index(), b.group)));
+            let group = match &x.op {
+                Op::CoreBarrier(b) => Some(b.group),
+                _ => None,
+            };
+            if let Some(g) = group {
+                // An edge to no instruction of this function fences nothing.
+                fenced.extend(x.deps.iter().map(|d| d.inst.index()).filter(|&i| i < n).map(|i| (i, g)));
             }
+            group_of.push(group);
         }
         fenced.sort_unstable();
         fenced.dedup();
-        CoreIndex { f, m, locs, block_of, fenced }
+        // Compressed rows: fence_at[i] is the first pair of instruction i.
+        let mut fence_at = vec![0; n + 1];
+        for &(i, _) in &fenced {
+            fence_at[i + 1] += 1;
+        }
+        for i in 0..n {
+            fence_at[i + 1] += fence_at[i];
+        }
+        let fence_groups = fenced.into_iter().map(|(_, g)| g).collect();
+        CoreIndex { f, m, locs, block_of, group_of, fence_at, fence_groups }
     }
 
     /// The location named `name` (index and location), if exactly one has that name.
@@ -116,22 +142,19 @@ impl<'m> CoreIndex<'m> {
         self.m.memlocs.get(i).map(|l| (i, l))
     }
 
-    /// The groups of the arrivals that depend directly on instruction `i`.
+    /// The groups of the arrivals that depend directly on instruction `i`, ascending (none past the end).
     fn fences_of(&self, i: usize) -> impl Iterator<Item = u32> + '_ {
-        let lo = self.fenced.partition_point(|e| e.0 < i);
-        self.fenced[lo..].iter().take_while(move |e| e.0 == i).map(|e| e.1)
+        let range = match (self.fence_at.get(i), self.fence_at.get(i + 1)) {
+            (Some(&lo), Some(&hi)) => lo..hi,
+            _ => 0..0,
+        };
+        self.fence_groups[range].iter().copied()
     }
 
     /// The groups of the arrivals instruction `i` depends on directly, sorted (inline: no heap block for a few).
-    fn waits_of(&self, i: usize) -> smallvec::SmallVec<[u32; 4]> {
-        let mut g: smallvec::SmallVec<[u32; 4]> = self.f.insts[i]
-            .deps
-            .iter()
-            .filter_map(|d| match self.f.insts.get(d.inst.index()).map(|x| &x.op) {
-                Some(Op::CoreBarrier(b)) => Some(b.group),
-                _ => None,
-            })
-            .collect();
+    fn waits_of(&self, i: usize) -> SmallVec<[u32; 4]> {
+        let mut g: SmallVec<[u32; 4]> =
+            self.f.insts[i].deps.iter().filter_map(|d| self.group_of.get(d.inst.index()).copied().flatten()).collect();
         g.sort_unstable();
         g.dedup();
         g
@@ -215,30 +238,43 @@ pub fn check_split(program: &Module, per_core: &[Module]) -> Vec<SplitViolation>
     let mut copy: Vec<Option<usize>> = vec![None; func.insts.len()];
     let mut prog_of: Vec<Vec<u32>> = cores.iter().map(|ci| vec![u32::MAX; ci.f.insts.len()]).collect();
     let block_name = block_names(func);
-    let named = copies_by_name(func, &cores, &core_of);
-    for (i, inst) in func.insts.iter().enumerate() {
-        let Some(c) = core_of[i] else { continue };
-        let ci = &cores[c as usize];
+    // Core by core (one core's name table and instructions in cache at a
+    // time; the program interleaves its cores), each program instruction
+    // bound to the core is found by name and compared with its copy. The
+    // findings are put back in program order.
+    let mut found: Vec<(usize, SplitViolation)> = Vec::new();
+    for (c, (ci, list)) in cores.iter().zip(bound_by_core(&core_of, cores.len())).enumerate() {
+        let c = c as u32;
         let bad = |msg: String| SplitViolation { core: Some(c), msg };
-        match named[i] {
-            None => out.push(bad(format!("instruction `{}` is missing", inst.name))),
-            Some(TWICE) => out.push(bad(format!("instruction `{}` is there more than once", inst.name))),
-            Some(k) => {
-                copy[i] = Some(k);
-                prog_of[c as usize][k] = u32::try_from(i).unwrap_or(u32::MAX);
-                let x = &ci.f.insts[k];
-                if ci.block_of[k] != block_name[i] {
-                    out.push(bad(format!(
-                        "instruction `{}` is in block {:?}, the program's in {:?}",
-                        inst.name, ci.block_of[k], block_name[i]
-                    )));
-                }
-                if let Some(e) = same_op(program, ci, inst, x, c, &owner, &loc_maps[c as usize]) {
-                    out.push(bad(format!("instruction `{}`: {e}", inst.name)));
+        let names = index(ci.f.insts.iter().map(|x| x.name.as_str()));
+        for i in list {
+            let inst = &func.insts[i];
+            match names.get(inst.name.as_str()).copied() {
+                None => found.push((i, bad(format!("instruction `{}` is missing", inst.name)))),
+                Some(TWICE) => found.push((i, bad(format!("instruction `{}` is there more than once", inst.name)))),
+                Some(k) => {
+                    copy[i] = Some(k);
+                    prog_of[c as usize][k] = u32::try_from(i).unwrap_or(u32::MAX);
+                    let x = &ci.f.insts[k];
+                    if ci.block_of[k] != block_name[i] {
+                        found.push((
+                            i,
+                            bad(format!(
+                                "instruction `{}` is in block {:?}, the program's in {:?}",
+                                inst.name, ci.block_of[k], block_name[i]
+                            )),
+                        ));
+                    }
+                    if let Some(e) = same_op(program, ci, inst, x, c, &owner, &loc_maps[c as usize]) {
+                        found.push((i, bad(format!("instruction `{}`: {e}", inst.name))));
+                    }
                 }
             }
         }
     }
+    // Stable: one instruction's findings keep their order.
+    found.sort_by_key(|f| f.0);
+    out.extend(found.into_iter().map(|f| f.1));
     // The program's instructions by name, to say whose a stray one is: built at the first stray.
     let prog_names = std::cell::OnceCell::new();
     for (c, ci) in cores.iter().enumerate() {
@@ -273,28 +309,15 @@ pub fn check_split(program: &Module, per_core: &[Module]) -> Vec<SplitViolation>
     out
 }
 
-/// Per program instruction bound to a core: the index of the instruction of
-/// that name in the core's function (`Some(TWICE)`: more than one; `None`:
-/// none). Core by core: one core's name table is built, looked up by every
-/// program instruction of that core and dropped before the next, so only one
-/// table is in cache at a time (the program interleaves its cores, and
-/// looking every name up in program order kept all of them in use). O(n)
-/// expected; memory: one core's table at a time.
-fn copies_by_name(func: &Function, cores: &[CoreIndex<'_>], core_of: &[Option<u32>]) -> Vec<Option<usize>> {
-    let mut bound: Vec<Vec<usize>> = vec![Vec::new(); cores.len()];
+/// Per core: the program instructions bound to it, in program order. O(n).
+fn bound_by_core(core_of: &[Option<u32>], cores: usize) -> Vec<Vec<usize>> {
+    let mut bound: Vec<Vec<usize>> = vec![Vec::new(); cores];
     for (i, c) in core_of.iter().enumerate() {
         if let Some(list) = c.and_then(|c| bound.get_mut(c as usize)) {
             list.push(i);
         }
     }
-    let mut named = vec![None; func.insts.len()];
-    for (ci, list) in cores.iter().zip(&bound) {
-        let names = index(ci.f.insts.iter().map(|x| x.name.as_str()));
-        for &i in list {
-            named[i] = names.get(func.insts[i].name.as_str()).copied();
-        }
-    }
-    named
+    bound
 }
 
 /// Per program instruction: the name of the block listing it.
@@ -336,7 +359,7 @@ fn same_op(
         return Some("engine, collective flag or queue differ".into());
     }
     // Inline for up to four operands: no heap block per instruction.
-    type Operands = smallvec::SmallVec<[AccessPattern; 4]>;
+    type Operands = SmallVec<[AccessPattern; 4]>;
     let (ps, xs): (Operands, Operands) = match (&p.op, &x.op) {
         (Op::DmaCopy { src: a, dst: b }, Op::DmaCopy { src: s, dst: d }) => {
             (smallvec::smallvec![*a, *b], smallvec::smallvec![*s, *d])
