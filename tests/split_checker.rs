@@ -154,16 +154,18 @@ func main
         *instance = 2;
     }
     assert!(has(&check_split(&p, &switch), 0, "instruction `i1`: switch_queue differs"));
-    let mut switch_q = ms.clone();
-    let qb = match switch_q[0].queues.iter().position(|q| q.name == "qb") {
-        Some(i) => i,
+    // The split may keep only the queues a core uses: core 0 gets `qb` if it lacks it.
+    let with_qb = |m: &mut ir::Module| match m.queues.iter().position(|q| q.name == "qb") {
+        Some(i) => QueueId::from_index(i),
         None => {
-            switch_q[0].queues.push(p.queues[1].clone());
-            switch_q[0].queues.len() - 1
+            m.queues.push(p.queues[1].clone());
+            QueueId::from_index(m.queues.len() - 1)
         }
     };
+    let mut switch_q = ms.clone();
+    let qb = with_qb(&mut switch_q[0]);
     if let Op::SwitchQueueInstance { queue, .. } = &mut inst(&mut switch_q[0], "i1").op {
-        *queue = QueueId::from_index(qb);
+        *queue = qb;
     }
     assert!(has(&check_split(&p, &switch_q), 0, "instruction `i1`: switch_queue differs"));
     let mut wait = ms.clone();
@@ -176,15 +178,8 @@ func main
     *flag = !*flag;
     assert!(has(&check_split(&p, &coll), 0, "instruction `i0`: engine, collective flag or queue differ"));
     let mut queue = ms;
-    // The split may keep only the queues a core uses: core 0 gets `qb` if it lacks it.
-    let qb = match queue[0].queues.iter().position(|q| q.name == "qb") {
-        Some(i) => i,
-        None => {
-            queue[0].queues.push(p.queues[1].clone());
-            queue[0].queues.len() - 1
-        }
-    };
-    inst(&mut queue[0], "i0").queue = Some(QueueId::from_index(qb));
+    let qb = with_qb(&mut queue[0]);
+    inst(&mut queue[0], "i0").queue = Some(qb);
     let v = check_split(&p, &queue);
     assert!(has(&v, 0, "instruction `i0`: engine, collective flag or queue differ"), "{v:#?}");
 }
