@@ -100,14 +100,7 @@ struct CoreIndex<'m> {
 impl<'m> CoreIndex<'m> {
     fn new(m: &'m Module, f: &'m Function) -> Self {
         let locs = index(m.memlocs.iter().map(|l| l.name.as_str()));
-        let mut block_of = vec![None; f.insts.len()];
-        for b in &f.blocks {
-            for id in &b.insts {
-                if let Some(slot) = block_of.get_mut(id.index()) {
-                    *slot = Some(b.name.as_str());
-                }
-            }
-        }
+        let block_of = block_names(f);
         let n = f.insts.len();
         let mut group_of = Vec::with_capacity(n);
         let mut fenced = Vec::new();
@@ -320,7 +313,7 @@ fn bound_by_core(core_of: &[Option<u32>], cores: usize) -> Vec<Vec<usize>> {
     bound
 }
 
-/// Per program instruction: the name of the block listing it.
+/// Per instruction of `func`: the name of the block listing it.
 fn block_names(func: &Function) -> Vec<Option<&str>> {
     let mut names = vec![None; func.insts.len()];
     for b in &func.blocks {
