@@ -100,12 +100,37 @@ fn text_report_out_file_and_svg() {
 }
 
 #[test]
-fn an_overlapping_placed_file_fails_the_check_with_exit_1() {
+fn colliding_pinned_offsets_are_refused_as_input_in_one_line_with_exit_1() {
     let input = tmp("overlap.csv", "id,lower,upper,size,offset\na,0,5,4,0\nb,3,9,4,2\n");
     let o = lncsim(&["alloc", input.to_str().expect("path"), "--align", "1"]);
     assert_eq!(o.status.code(), Some(1), "stdout: {}", stdout(&o));
-    assert!(stdout(&o).contains("violation: `a` [0, 4) and `b` [2, 6) overlap while both live at time 3"));
-    assert!(stderr(&o).starts_with("lncsim: error:") && stderr(&o).contains("1 violations"));
+    assert_eq!(stdout(&o), "", "nothing allocated");
+    let e = stderr(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.starts_with("lncsim: error:")
+            && e.contains("pinned `a` [0, 4) and `b` [2, 6) overlap while both live at time 3"),
+        "{e}"
+    );
+    // The judge still reports the same placement as a violation of the other allocator.
+    let o = lncsim(&["alloc", input.to_str().expect("path"), "--judge", "--no-compare"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("overlap"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_placement_written_at_align_1_is_refused_at_a_larger_align_but_reloads_at_align_1() {
+    // b sits right after a: fine at align 1, but at align 4096 both round up to a page.
+    let input = tmp("packed.csv", "id,lower,upper,size\na,0,5,100\nb,0,9,100\n");
+    let placed =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("alloc_cli_{}_packed_out.csv", std::process::id()));
+    let o = lncsim(&["alloc", input.to_str().expect("path"), "--align", "1", "--out", placed.to_str().expect("path")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let again = lncsim(&["alloc", placed.to_str().expect("path"), "--align", "1"]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    let paged = lncsim(&["alloc", placed.to_str().expect("path")]);
+    assert_eq!(paged.status.code(), Some(1));
+    assert!(stderr(&paged).contains("sizes are rounded up to --align 4096"), "{}", stderr(&paged));
 }
 
 #[test]

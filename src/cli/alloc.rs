@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Args, ValueEnum};
+use lncsim_model::dram::pinned::pinned_overlap;
 use lncsim_model::dram::{AllocConfig, AllocError, Order, allocate, check, csv, svg};
 use serde::Serialize;
 
@@ -115,6 +116,14 @@ pub fn run(args: &AllocArgs) -> Result<ExitCode, CliError> {
     }
     let align = args.align.unwrap_or(4096);
     let problem = parsed.to_problem(align);
+    // Given offsets pin their buffers; pins that collide (often only once the
+    // sizes are rounded up to --align) leave no valid placement to look for.
+    if let Some(o) = pinned_overlap(&problem) {
+        return Err(CliError::BadInput(format!(
+            "{shown}: {o} (the `offset` column pins buffers; sizes are rounded up to --align {align}): \
+             no placement can be valid; judge the offsets with --judge, or drop the column to allocate"
+        )));
+    }
     let bad = |e: AllocError| CliError::BadInput(format!("{shown}: {e}"));
     let lower_bound = problem.lower_bound().map_err(bad)?;
     let name_capacity = args.file.file_name().and_then(|n| n.to_str()).and_then(csv::capacity_from_name);

@@ -34,6 +34,7 @@ pub mod interference;
 pub mod interval_tree;
 pub mod ir_checker;
 pub mod liveness;
+pub mod pinned;
 pub mod problem;
 pub mod renumber;
 pub mod search;
