@@ -28,10 +28,13 @@ pub struct BenchLinkArgs {
     /// Timed runs of the large size (the small one runs 3x as often; medians are reported).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=50), allow_negative_numbers = true)]
     pub runs: u32,
-    /// Divide every size by 100 (a smoke run for tests).
+    /// Divide every size by 100 (a smoke run: its times are too short to judge growth, so it is printed, not judged).
     #[arg(long)]
     pub quick: bool,
 }
+
+/// The shortest large-size link time whose growth is judged (as `bench flow` judges stages of 50 ms and more).
+const JUDGE_SECS: f64 = 0.05;
 
 /// Handoff period, in instructions.
 const HANDOFF_EVERY: usize = 64;
@@ -206,7 +209,7 @@ fn time_check(cores: u32, big: usize) -> Result<f64, CliError> {
     }
 }
 
-/// Runs the benchmark; fails when a 10x larger input takes 13x the time or more.
+/// Runs the benchmark; fails when a 10x larger input takes 13x the time or more (judged when the larger takes 50 ms or more).
 pub fn run(a: &BenchLinkArgs) -> Result<ExitCode, CliError> {
     let scale = if a.quick { 100 } else { 1 };
     println!(
@@ -232,11 +235,19 @@ pub fn run(a: &BenchLinkArgs) -> Result<ExitCode, CliError> {
         }
         let ratio = fb.link / fs.link;
         let own = (fb.link - fb.verify) / (fs.link - fs.verify).max(1e-9);
-        let ok = ratio < 13.0;
+        // Under JUDGE_SECS the ratio is timer noise (`--quick`): printed, not judged.
+        let judged = fb.link >= JUDGE_SECS;
+        let ok = !judged || ratio < 13.0;
         println!(
             "  {cores:>3} cores: 10x input -> {ratio:.2}x time ({}); without input verification {own:.2}x; \
              verification alone {:.2}x; checker on the large one: {:.3} ms",
-            if ok { "linear: pass" } else { "FAIL" },
+            if !judged {
+                "not judged: under 50 ms"
+            } else if ok {
+                "linear: pass"
+            } else {
+                "FAIL"
+            },
             fb.verify / fs.verify.max(1e-9),
             cb * 1e3
         );
