@@ -128,6 +128,12 @@ mod tests {
             pinned("f", 8, 4, &[(0, 2), (2, 4), (7, 9)]),            // its own intervals meet
         ]);
         assert_eq!(pinned_overlap(&p), None);
+        // A range arriving just below a live one (its end is the live one's start).
+        let p = problem(vec![pinned("x", 4, 4, &[(0, 5)]), pinned("y", 0, 4, &[(1, 2)])]);
+        assert_eq!(pinned_overlap(&p), None);
+        // Another location on a location's bytes during that location's gap.
+        let p = problem(vec![pinned("f", 100, 4, &[(0, 2), (7, 9)]), pinned("g", 100, 4, &[(4, 5)])]);
+        assert_eq!(pinned_overlap(&p), None);
     }
 
     #[test]
